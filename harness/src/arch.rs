@@ -1,0 +1,131 @@
+//! The three guest architectures and everything that differs between them:
+//! how the kernel is built and how QEMU boots it.
+
+use std::fmt;
+use std::str::FromStr;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Arch {
+    X86_64,
+    Arm64,
+    Riscv64,
+}
+
+impl Arch {
+    pub const ALL: [Arch; 3] = [Arch::X86_64, Arch::Arm64, Arch::Riscv64];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86_64",
+            Arch::Arm64 => "arm64",
+            Arch::Riscv64 => "riscv64",
+        }
+    }
+
+    /// Kbuild's `ARCH=`.
+    pub fn kernel_arch(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86_64",
+            Arch::Arm64 => "arm64",
+            Arch::Riscv64 => "riscv",
+        }
+    }
+
+    /// Debian's name for the architecture (busybox-static packages).
+    pub fn debian_arch(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "amd64",
+            Arch::Arm64 => "arm64",
+            Arch::Riscv64 => "riscv64",
+        }
+    }
+
+    /// Extra `make` variables for cross builds. riscv64 on 6.12 needs clang for
+    /// Rust, and clang-14's integrated assembler fails on fpu.S, hence LLVM_IAS=0.
+    pub fn make_vars(self) -> Vec<String> {
+        match self {
+            Arch::X86_64 => vec![],
+            Arch::Arm64 => vec!["CROSS_COMPILE=aarch64-linux-gnu-".into()],
+            Arch::Riscv64 => vec![
+                "LLVM=/usr/lib/llvm-14/bin/".into(),
+                "LLVM_IAS=0".into(),
+                "CROSS_COMPILE=riscv64-linux-gnu-".into(),
+            ],
+        }
+    }
+
+    /// The bootable image, relative to the build directory.
+    pub fn kernel_image(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "arch/x86/boot/bzImage",
+            Arch::Arm64 => "arch/arm64/boot/Image",
+            Arch::Riscv64 => "arch/riscv/boot/Image",
+        }
+    }
+
+    pub fn qemu_binary(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "qemu-system-x86_64",
+            Arch::Arm64 => "qemu-system-aarch64",
+            Arch::Riscv64 => "qemu-system-riscv64",
+        }
+    }
+
+    /// Machine profile: always TCG, with a PCIe root port (`rp0`) ready for
+    /// the device under test.
+    pub fn machine_args(self) -> Vec<String> {
+        let args: &[&str] = match self {
+            Arch::X86_64 => &["-M", "q35", "-cpu", "max"],
+            Arch::Arm64 => &["-M", "virt", "-cpu", "cortex-a57"],
+            Arch::Riscv64 => &["-M", "virt", "-bios", "default"],
+        };
+        let mut v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        v.extend(
+            ["-accel", "tcg", "-m", "512M", "-smp", "1"]
+                .iter()
+                .map(|s| s.to_string()),
+        );
+        v.extend([
+            "-device".into(),
+            "pcie-root-port,id=rp0,bus=pcie.0,chassis=1,slot=1".into(),
+        ]);
+        v
+    }
+
+    pub fn console(self) -> &'static str {
+        match self {
+            Arch::X86_64 | Arch::Riscv64 => "ttyS0",
+            Arch::Arm64 => "ttyAMA0",
+        }
+    }
+}
+
+impl fmt::Display for Arch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Arch {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Arch::ALL
+            .into_iter()
+            .find(|a| a.name() == s)
+            .ok_or_else(|| format!("unknown arch `{s}`; valid: x86_64, arm64, riscv64, all"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_name_and_rejects_others() {
+        for a in Arch::ALL {
+            assert_eq!(a.name().parse::<Arch>().unwrap(), a);
+        }
+        let err = "mips".parse::<Arch>().unwrap_err();
+        assert!(err.contains("x86_64, arm64, riscv64"), "{err}");
+    }
+}

@@ -1,0 +1,63 @@
+//! Pulling the compiler's message out of a failed kernel build, so the user
+//! sees the failing file and the error instead of a wall of make output.
+
+/// The first compiler error (with its context) and the target make gave up
+/// on, or `None` when the log holds no recognisable error.
+pub fn summarize(log: &str) -> Option<String> {
+    let lines: Vec<&str> = log.lines().collect();
+    let start = lines.iter().position(|l| is_error(l));
+    let target = lines
+        .iter()
+        .find_map(|l| l.split("*** [").nth(1)?.split(']').next())
+        .map(|t| format!("make stopped at: {t}"));
+    let message = start.map(|i| {
+        // rustc's message runs to the next blank line; a C compiler's is the
+        // error line plus the source excerpt below it.
+        let end = lines[i + 1..]
+            .iter()
+            .position(|l| l.trim().is_empty() || (is_error(l) && !l.starts_with(' ')))
+            .map_or(lines.len(), |n| i + 1 + n)
+            .min(i + 20);
+        lines[i..end].join("\n")
+    });
+    match (message, target) {
+        (None, None) => None,
+        (m, t) => Some([m, t].into_iter().flatten().collect::<Vec<_>>().join("\n")),
+    }
+}
+
+fn is_error(line: &str) -> bool {
+    line.contains(": error:")
+        || line.contains(": fatal error:")
+        || line.starts_with("error[E")
+        || line.starts_with("error: ")
+        || line.contains("ERROR: modpost:")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::summarize;
+
+    #[test]
+    fn rust_errors_show_the_message_and_location() {
+        let log = "  RUSTC L rust/kernel.o\nerror[E0425]: cannot find value `x` in this scope\n  --> rust/kernel/pci.rs:10:5\n   |\n10 |     x\n   |     ^ not found\n\nerror: aborting due to 1 previous error\nmake[2]: *** [rust/Makefile:480: rust/kernel.o] Error 1\nmake[1]: *** [Makefile:1234: prepare] Error 2\n";
+        let s = summarize(log).unwrap();
+        assert!(s.starts_with("error[E0425]: cannot find value `x`"), "{s}");
+        assert!(s.contains("--> rust/kernel/pci.rs:10:5"));
+        assert!(!s.contains("aborting"));
+        assert!(s.ends_with("make stopped at: rust/Makefile:480: rust/kernel.o"), "{s}");
+    }
+
+    #[test]
+    fn c_errors_show_file_line_and_message() {
+        let log = "  CC      drivers/pci/probe.o\ndrivers/pci/probe.c:12:1: error: expected ';' before '}' token\n   12 | }\n      | ^\nmake[4]: *** [scripts/Makefile.build:229: drivers/pci/probe.o] Error 1\n";
+        let s = summarize(log).unwrap();
+        assert!(s.starts_with("drivers/pci/probe.c:12:1: error: expected ';'"), "{s}");
+        assert!(s.contains("make stopped at: scripts/Makefile.build:229: drivers/pci/probe.o"));
+    }
+
+    #[test]
+    fn clean_logs_have_nothing_to_say() {
+        assert_eq!(summarize("  CC foo.o\n  LD vmlinux\n"), None);
+    }
+}

@@ -1,0 +1,139 @@
+//! Reading the guest's serial console: stripping printk timestamps and
+//! recognising the kernel's distress signals.
+
+/// A line that by itself fails any scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Splat {
+    Oops,
+    Bug,
+    Warning,
+    Panic,
+    Sanitizer,
+    Lockdep,
+    RcuStall,
+}
+
+impl Splat {
+    pub fn name(self) -> &'static str {
+        match self {
+            Splat::Oops => "Oops",
+            Splat::Bug => "BUG",
+            Splat::Warning => "WARNING",
+            Splat::Panic => "panic",
+            Splat::Sanitizer => "sanitizer report",
+            Splat::Lockdep => "lockdep splat",
+            Splat::RcuStall => "RCU stall",
+        }
+    }
+}
+
+/// The text of a console line without its `[    1.234567] ` printk stamp.
+pub fn strip_timestamp(line: &str) -> &str {
+    let trimmed = line.trim_end_matches(['\r', '\n']);
+    if let Some(rest) = trimmed.strip_prefix('[') {
+        if let Some((stamp, text)) = rest.split_once(']') {
+            if stamp.trim().chars().all(|c| c.is_ascii_digit() || c == '.') {
+                return text.strip_prefix(' ').unwrap_or(text);
+            }
+        }
+    }
+    trimmed
+}
+
+/// Recognises the first line of a kernel splat. Order matters: the more
+/// specific patterns come before the generic "BUG:" and "WARNING:".
+pub fn classify(line: &str) -> Option<Splat> {
+    let l = strip_timestamp(line);
+    const RULES: &[(&str, Splat)] = &[
+        ("Kernel panic - not syncing", Splat::Panic),
+        ("BUG: KASAN", Splat::Sanitizer),
+        ("BUG: KFENCE", Splat::Sanitizer),
+        ("UBSAN:", Splat::Sanitizer),
+        ("possible circular locking dependency", Splat::Lockdep),
+        ("possible recursive locking detected", Splat::Lockdep),
+        ("suspicious RCU usage", Splat::Lockdep),
+        ("detected stalls on CPUs", Splat::RcuStall),
+        ("self-detected stall on CPU", Splat::RcuStall),
+        ("Oops:", Splat::Oops),
+        ("Internal error: Oops", Splat::Oops),
+        ("Unable to handle kernel", Splat::Oops),
+        ("kernel BUG at", Splat::Bug),
+        ("BUG:", Splat::Bug),
+        ("WARNING:", Splat::Warning),
+    ];
+    RULES
+        .iter()
+        .find(|(pattern, _)| l.contains(pattern))
+        .map(|&(_, kind)| kind)
+}
+
+/// The first splat in a console log and an excerpt around it.
+pub fn first_splat(lines: &[String]) -> Option<(Splat, String)> {
+    let at = lines.iter().position(|l| classify(l).is_some())?;
+    let kind = classify(&lines[at])?;
+    Some((kind, excerpt(lines, at)))
+}
+
+/// A few lines before `at` and the trace after it.
+pub fn excerpt(lines: &[String], at: usize) -> String {
+    let from = at.saturating_sub(2);
+    let to = (at + 25).min(lines.len());
+    lines[from..to].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_printk_timestamps_only() {
+        assert_eq!(strip_timestamp("[    1.234567] hello\r\n"), "hello");
+        assert_eq!(strip_timestamp("[ok] not a stamp"), "[ok] not a stamp");
+        assert_eq!(strip_timestamp("plain"), "plain");
+    }
+
+    #[test]
+    fn recognises_each_kind_of_splat() {
+        let cases = [
+            ("[    2.1] Oops: general protection fault, probably for non-canonical address", Splat::Oops),
+            ("[    2.1] Internal error: Oops: 0000000096000004 [#1] SMP", Splat::Oops),
+            ("[    2.1] Unable to handle kernel paging request at virtual address 0", Splat::Oops),
+            ("[    2.1] kernel BUG at mm/slub.c:123!", Splat::Bug),
+            ("[    2.1] BUG: unable to handle page fault for address: ffff", Splat::Bug),
+            ("[    2.1] BUG: KASAN: use-after-free in foo+0x1/0x2", Splat::Sanitizer),
+            ("[    2.1] UBSAN: shift-out-of-bounds in lib/x.c:1:2", Splat::Sanitizer),
+            ("[    2.1] WARNING: CPU: 0 PID: 1 at drivers/misc/lkdtm/bugs.c:1 lkdtm_WARNING+0x1/0x2", Splat::Warning),
+            ("[    2.1] WARNING: possible circular locking dependency detected", Splat::Lockdep),
+            ("[    2.1] Kernel panic - not syncing: Attempted to kill init! exitcode=0x00000100", Splat::Panic),
+            ("[   30.0] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:", Splat::RcuStall),
+        ];
+        for (line, kind) in cases {
+            assert_eq!(classify(line), Some(kind), "{line}");
+        }
+    }
+
+    #[test]
+    fn ordinary_lines_are_not_splats() {
+        for line in [
+            "[    0.5] rust_minimal: Rust minimal sample (init)",
+            "[    0.5] pci 0000:00:01.0: [1b36:000c] type 01 class 0x060400 PCIe Root Port",
+            "ok 1 insmod rust_minimal",
+            "Run /init as init process",
+            "[    0.1] ACPI: bus type PCI registered",
+        ] {
+            assert_eq!(classify(line), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn excerpt_starts_just_before_the_splat() {
+        let lines: Vec<String> = ["a", "b", "c", "[ 1.0] WARNING: CPU: 0 PID: 1 at x", "trace"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let (kind, ex) = first_splat(&lines).unwrap();
+        assert_eq!(kind, Splat::Warning);
+        assert_eq!(ex, "b\nc\n[ 1.0] WARNING: CPU: 0 PID: 1 at x\ntrace");
+        assert!(first_splat(&lines[..3]).is_none());
+    }
+}

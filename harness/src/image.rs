@@ -1,0 +1,45 @@
+//! The guest's initramfs: busybox, the scenario runner from images/, and the
+//! kernel modules under test, written with our own cpio writer.
+
+use crate::cpio::Archive;
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+
+pub struct Contents<'a> {
+    pub busybox: &'a Path,
+    /// images/ of the checkout.
+    pub images: &'a Path,
+    /// Modules placed flat in /lib/modules.
+    pub modules: &'a [PathBuf],
+}
+
+pub fn build(c: &Contents, out: &Path) -> Result<()> {
+    let mut a = Archive::new();
+    for d in ["bin", "dev", "proc", "sys", "tmp", "lib", "lib/modules", "scenarios"] {
+        a.dir(d);
+    }
+    // The kernel opens /dev/console for init before anything mounts /dev.
+    a.char_dev("dev/console", 0o600, 5, 1);
+    a.file("bin/busybox", 0o755, &read(c.busybox)?);
+    a.file("init", 0o755, &read(&c.images.join("init"))?);
+    let mut scenarios: Vec<PathBuf> = std::fs::read_dir(c.images.join("scenarios"))?
+        .filter_map(|e| Some(e.ok()?.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "sh"))
+        .collect();
+    scenarios.sort();
+    for s in &scenarios {
+        a.file(&format!("scenarios/{}", file_name(s)), 0o644, &read(s)?);
+    }
+    for m in c.modules {
+        a.file(&format!("lib/modules/{}", file_name(m)), 0o644, &read(m)?);
+    }
+    std::fs::write(out, a.finish()).with_context(|| format!("writing {}", out.display()))
+}
+
+fn read(p: &Path) -> Result<Vec<u8>> {
+    std::fs::read(p).with_context(|| format!("reading {} for the initramfs", p.display()))
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}

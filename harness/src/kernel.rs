@@ -1,0 +1,409 @@
+//! The guest kernel: Debian's pristine linux-source unpacked once into the
+//! cache, our overlay (guest-kernel/rust, guest-kernel/patches) laid over it
+//! file by file, and one out-of-tree build directory per arch and flavour.
+//!
+//! Incremental builds stay incremental because a file of the tree is only
+//! rewritten when its content changes; files the overlay no longer touches
+//! go back to their pristine content.
+
+use crate::arch::Arch;
+use crate::build_errors;
+use crate::kconfig;
+use crate::process::run;
+use crate::provision::Toolchain;
+use crate::Paths;
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
+
+/// Which config fragments go over tinyconfig besides base and the arch's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Flavor {
+    /// Names under guest-kernel/configs/ without `.config`, e.g. `debug`.
+    pub extra: Vec<String>,
+}
+
+impl Flavor {
+    pub fn name(&self) -> String {
+        if self.extra.is_empty() {
+            "base".into()
+        } else {
+            self.extra.join("+")
+        }
+    }
+}
+
+/// A finished kernel build.
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    pub arch: Arch,
+    pub src: PathBuf,
+    pub build: PathBuf,
+}
+
+impl Kernel {
+    pub fn image(&self) -> PathBuf {
+        self.build.join(self.arch.kernel_image())
+    }
+
+    /// A module built in-tree, by its path relative to the build dir.
+    pub fn module(&self, rel: &str) -> PathBuf {
+        self.build.join(rel)
+    }
+}
+
+/// The linux-source package's version keys the source tree and its builds.
+fn source_version() -> Result<String> {
+    let v = run(Command::new("dpkg-query").args(["-W", "-f=${Version}", "linux-source-6.12"]))
+        .context("asking dpkg for the linux-source-6.12 version")?;
+    Ok(v.trim().replace(['~', ':', '+'], "_"))
+}
+
+/// The kernel tree with our overlay applied, unpacked on first use.
+pub fn prepare_source(paths: &Paths) -> Result<PathBuf> {
+    let base = paths.cache.join("kernel").join(source_version()?);
+    let src = base.join("src");
+    if !src.join(".unpacked").exists() {
+        eprintln!("kernel: unpacking {TARBALL} into {} (about a minute)", src.display());
+        let tmp = base.join("unpack.tmp");
+        let _ = std::fs::remove_dir_all(&tmp);
+        let _ = std::fs::remove_dir_all(&src);
+        std::fs::create_dir_all(&tmp)?;
+        run(Command::new("tar").arg("-xf").arg(TARBALL).arg("-C").arg(&tmp))?;
+        std::fs::rename(tmp.join("linux-source-6.12"), &src)?;
+        std::fs::remove_dir_all(&tmp)?;
+        std::fs::write(src.join(".unpacked"), "")?;
+    }
+    Overlay { src: src.clone(), orig: base.join("orig"), manifest: base.join("overlay-manifest") }
+        .apply(&paths.root.join("guest-kernel"))?;
+    Ok(src)
+}
+
+/// Lays guest-kernel/ over the tree, remembering pristine contents.
+struct Overlay {
+    src: PathBuf,
+    /// Pristine copies of every file we ever changed; `X.absent` marks a
+    /// file that did not exist in the pristine tree.
+    orig: PathBuf,
+    manifest: PathBuf,
+}
+
+impl Overlay {
+    fn pristine(&self, rel: &str) -> Result<Option<Vec<u8>>> {
+        let saved = self.orig.join(rel);
+        if saved.exists() {
+            return Ok(Some(std::fs::read(saved)?));
+        }
+        if self.orig.join(format!("{rel}.absent")).exists() {
+            return Ok(None);
+        }
+        Ok(std::fs::read(self.src.join(rel)).ok())
+    }
+
+    fn save_pristine(&self, rel: &str) -> Result<()> {
+        let saved = self.orig.join(rel);
+        let absent = self.orig.join(format!("{rel}.absent"));
+        if saved.exists() || absent.exists() {
+            return Ok(());
+        }
+        std::fs::create_dir_all(saved.parent().unwrap())?;
+        match std::fs::read(self.src.join(rel)) {
+            Ok(bytes) => std::fs::write(saved, bytes)?,
+            Err(_) => std::fs::write(absent, "")?,
+        }
+        Ok(())
+    }
+
+    fn apply(&self, guest: &Path) -> Result<()> {
+        let mut want: BTreeMap<String, Option<Vec<u8>>> = BTreeMap::new();
+        // Whole files laid over rust/.
+        let rust = guest.join("rust");
+        for file in walk(&rust)? {
+            let rel = format!("rust/{}", file.strip_prefix(&rust)?.display());
+            want.insert(rel, Some(std::fs::read(&file)?));
+        }
+        // Patches, in name order, each over the result of the ones before.
+        let mut patches: Vec<PathBuf> = walk(&guest.join("patches"))?
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "patch"))
+            .collect();
+        patches.sort();
+        for patch in &patches {
+            self.apply_patch(patch, &mut want)?;
+        }
+        // Files touched last time but not now go back to pristine.
+        let old = std::fs::read_to_string(&self.manifest).unwrap_or_default();
+        for rel in old.lines().filter(|l| !l.is_empty()) {
+            if !want.contains_key(rel) {
+                want.insert(rel.to_string(), self.pristine(rel)?);
+            }
+        }
+        let mut changed = 0;
+        for (rel, content) in &want {
+            let path = self.src.join(rel);
+            let current = std::fs::read(&path).ok();
+            if current != *content {
+                self.save_pristine(rel)?;
+                match content {
+                    Some(bytes) => {
+                        std::fs::create_dir_all(path.parent().unwrap())?;
+                        std::fs::write(&path, bytes)?;
+                    }
+                    None => std::fs::remove_file(&path)?,
+                }
+                changed += 1;
+            }
+        }
+        let touched: Vec<&str> = want
+            .iter()
+            .filter(|(rel, content)| self.pristine(rel).ok().as_ref() != Some(content))
+            .map(|(rel, _)| rel.as_str())
+            .collect();
+        std::fs::write(&self.manifest, touched.join("\n"))?;
+        if changed > 0 {
+            eprintln!("kernel: overlay changed {changed} file(s) of the tree");
+        }
+        Ok(())
+    }
+
+    /// Applies one patch to the files it names, starting from their current
+    /// wanted (or pristine) content, in a scratch tree.
+    fn apply_patch(&self, patch: &Path, want: &mut BTreeMap<String, Option<Vec<u8>>>) -> Result<()> {
+        let text = std::fs::read_to_string(patch)?;
+        let files: Vec<String> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("+++ b/"))
+            .map(|l| l.split('\t').next().unwrap_or(l).to_string())
+            .collect();
+        let scratch = self.orig.with_file_name("patch.tmp");
+        let _ = std::fs::remove_dir_all(&scratch);
+        for rel in &files {
+            let content = match want.get(rel) {
+                Some(c) => c.clone(),
+                None => self.pristine(rel)?,
+            };
+            if let Some(bytes) = content {
+                let p = scratch.join(rel);
+                std::fs::create_dir_all(p.parent().unwrap())?;
+                std::fs::write(p, bytes)?;
+            }
+        }
+        std::fs::create_dir_all(&scratch)?;
+        run(Command::new("patch")
+            .args(["-p1", "--forward", "--batch", "--no-backup-if-mismatch", "-d"])
+            .arg(&scratch)
+            .arg("-i")
+            .arg(patch))
+        .with_context(|| format!("{} does not apply to linux 6.12", patch.display()))?;
+        for rel in files {
+            want.insert(rel.clone(), std::fs::read(scratch.join(&rel)).ok());
+        }
+        std::fs::remove_dir_all(&scratch)?;
+        Ok(())
+    }
+}
+
+fn walk(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(out) };
+    for e in entries {
+        let p = e?.path();
+        if p.is_dir() {
+            out.extend(walk(&p)?);
+        } else if !p.file_name().is_some_and(|n| n == ".gitkeep") {
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+/// The `make` invocation for one arch's build directory.
+pub fn make(tc: &Toolchain, src: &Path, build: &Path, arch: Arch) -> Command {
+    let mut c = Command::new("make");
+    c.arg("-C")
+        .arg(src)
+        .arg(format!("O={}", build.display()))
+        .arg(format!("ARCH={}", arch.kernel_arch()))
+        .args(arch.make_vars())
+        // rustup's toolchain comes first on PATH but has no rust-src: the
+        // kernel must use Debian's rustc-web everywhere.
+        .args([
+            "RUSTC=/usr/bin/rustc",
+            "HOSTRUSTC=/usr/bin/rustc",
+            "RUSTDOC=/usr/bin/rustdoc",
+            "RUSTFMT=/usr/bin/rustfmt",
+            "CLIPPY_DRIVER=/usr/bin/clippy-driver",
+        ])
+        .arg(format!("BINDGEN={}", tc.bindgen.display()))
+        .arg(format!("-j{}", std::thread::available_parallelism().map_or(2, |n| n.get())))
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("RUSTFLAGS");
+    c
+}
+
+/// Writes `.config` from tinyconfig plus the fragments when they changed,
+/// then checks that every option they ask for is really set.
+fn configure(paths: &Paths, tc: &Toolchain, src: &Path, build: &Path, arch: Arch, flavor: &Flavor) -> Result<()> {
+    let configs = paths.root.join("guest-kernel/configs");
+    let mut names = vec!["base".to_string(), arch.name().to_string()];
+    names.extend(flavor.extra.iter().cloned());
+    let mut merged = String::new();
+    let mut wanted = Vec::new();
+    for n in &names {
+        let file = configs.join(format!("{n}.config"));
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("reading config fragment {}", file.display()))?;
+        wanted.extend(kconfig::parse(&text, &format!("{n}.config")));
+        merged.push_str(&format!("# --- {n}.config\n{text}\n"));
+    }
+    let stamp = build.join("pci-rig-fragments");
+    let dot = build.join(".config");
+    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(&merged) || !dot.exists() {
+        eprintln!("kernel {arch}: configuring ({})", names.join(" + "));
+        std::fs::create_dir_all(build)?;
+        run(make(tc, src, build, arch).arg("tinyconfig"))?;
+        std::fs::OpenOptions::new().append(true).open(&dot)?.write_all(merged.as_bytes())?;
+        run(make(tc, src, build, arch).arg("olddefconfig"))?;
+        std::fs::write(&stamp, &merged)?;
+    }
+    let unmet = kconfig::unmet(&wanted, &std::fs::read_to_string(&dot)?);
+    if !unmet.is_empty() {
+        // Force a fresh configure next time, the fragments must change first.
+        let _ = std::fs::remove_file(&stamp);
+        bail!(
+            "kernel {arch}: the merged config drops options the fragments ask for (unmet dependencies?):\n  {}",
+            unmet.join("\n  ")
+        );
+    }
+    Ok(())
+}
+
+/// Runs make for `targets`, logging everything to `log` and printing a
+/// progress line now and then. A failure shows the compiler's message.
+pub fn run_make(mut cmd: Command, log: &Path, what: &str) -> Result<()> {
+    let (reader, writer) = std::io::pipe()?;
+    cmd.stdin(Stdio::null()).stdout(writer.try_clone()?).stderr(writer);
+    let mut child = cmd.spawn().context("starting make")?;
+    drop(cmd); // closes our copies of the pipe's write end
+    let mut file = std::fs::File::create(log)?;
+    let started = Instant::now();
+    let mut last_report = Instant::now();
+    let mut count = 0usize;
+    let mut text = String::new();
+    for line in BufReader::new(reader).lines() {
+        let line = line.unwrap_or_default();
+        writeln!(file, "{line}")?;
+        count += 1;
+        if last_report.elapsed() > Duration::from_secs(20) {
+            eprintln!("  {what}: {:>4}s, {count} lines, {}", started.elapsed().as_secs(), line.trim());
+            last_report = Instant::now();
+        }
+        text.push_str(&line);
+        text.push('\n');
+    }
+    let status = child.wait()?;
+    if !status.success() {
+        let summary = build_errors::summarize(&text).unwrap_or_else(|| crate::process::tail(&text, 20));
+        bail!("{what} failed; full log: {}\n{summary}", log.display());
+    }
+    Ok(())
+}
+
+/// Builds (or brings up to date) the kernel and its in-tree modules.
+pub fn build(paths: &Paths, tc: &Toolchain, arch: Arch, flavor: &Flavor) -> Result<Kernel> {
+    let src = prepare_source(paths)?;
+    let build = src.parent().unwrap().join("build").join(format!("{arch}-{}", flavor.name()));
+    configure(paths, tc, &src, &build, arch, flavor)?;
+    let started = Instant::now();
+    run_make(make(tc, &src, &build, arch), &build.join("pci-rig-make.log"), &format!("kernel {arch}"))?;
+    eprintln!("kernel {arch}: up to date in {:.1} s ({})", started.elapsed().as_secs_f64(), build.display());
+    Ok(Kernel { arch, src, build })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree() -> (tempdir::Dir, Overlay) {
+        let d = tempdir::Dir::new();
+        let src = d.path().join("src");
+        std::fs::create_dir_all(src.join("rust/kernel")).unwrap();
+        std::fs::write(src.join("rust/kernel/lib.rs"), "mod a;\n").unwrap();
+        std::fs::write(src.join("untouched.c"), "int x;\n").unwrap();
+        let o = Overlay { src, orig: d.path().join("orig"), manifest: d.path().join("manifest") };
+        (d, o)
+    }
+
+    mod tempdir {
+        pub struct Dir(std::path::PathBuf);
+        impl Dir {
+            pub fn new() -> Self {
+                use std::sync::atomic::{AtomicU32, Ordering};
+                static N: AtomicU32 = AtomicU32::new(0);
+                let p = std::env::temp_dir().join(format!("pci-rig-test-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
+                std::fs::create_dir_all(&p).unwrap();
+                Dir(p)
+            }
+            pub fn path(&self) -> &std::path::Path {
+                &self.0
+            }
+        }
+        impl Drop for Dir {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+    }
+
+    #[test]
+    fn overlay_adds_patches_and_restores_files() {
+        let (d, o) = tree();
+        let guest = d.path().join("guest");
+        std::fs::create_dir_all(guest.join("rust/kernel")).unwrap();
+        std::fs::create_dir_all(guest.join("patches")).unwrap();
+        std::fs::write(guest.join("rust/kernel/pci.rs"), "// pci\n").unwrap();
+        std::fs::write(
+            guest.join("patches/0001-lib.patch"),
+            "--- a/rust/kernel/lib.rs\n+++ b/rust/kernel/lib.rs\n@@ -1 +1,2 @@\n mod a;\n+mod pci;\n",
+        )
+        .unwrap();
+        o.apply(&guest).unwrap();
+        let read = |p: &str| std::fs::read_to_string(o.src.join(p)).ok();
+        assert_eq!(read("rust/kernel/pci.rs").as_deref(), Some("// pci\n"));
+        assert_eq!(read("rust/kernel/lib.rs").as_deref(), Some("mod a;\nmod pci;\n"));
+
+        // Applying again changes nothing, so mtimes survive.
+        let before = std::fs::metadata(o.src.join("rust/kernel/lib.rs")).unwrap().modified().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        o.apply(&guest).unwrap();
+        let after = std::fs::metadata(o.src.join("rust/kernel/lib.rs")).unwrap().modified().unwrap();
+        assert_eq!(before, after);
+
+        // Dropping the overlay restores the pristine tree.
+        std::fs::remove_dir_all(&guest).unwrap();
+        o.apply(&guest).unwrap();
+        assert_eq!(read("rust/kernel/pci.rs"), None);
+        assert_eq!(read("rust/kernel/lib.rs").as_deref(), Some("mod a;\n"));
+        assert_eq!(read("untouched.c").as_deref(), Some("int x;\n"));
+    }
+
+    #[test]
+    fn a_patch_that_does_not_apply_names_itself() {
+        let (d, o) = tree();
+        let guest = d.path().join("guest");
+        std::fs::create_dir_all(guest.join("patches")).unwrap();
+        std::fs::write(
+            guest.join("patches/0001-bad.patch"),
+            "--- a/rust/kernel/lib.rs\n+++ b/rust/kernel/lib.rs\n@@ -1 +1,2 @@\n mod zzz;\n+mod pci;\n",
+        )
+        .unwrap();
+        let err = format!("{:#}", o.apply(&guest).unwrap_err());
+        assert!(err.contains("0001-bad.patch does not apply"), "{err}");
+    }
+}

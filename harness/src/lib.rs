@@ -1,0 +1,52 @@
+//! pci-rig's harness: provisions the host, builds the guest kernel and
+//! initramfs, boots guests under QEMU and judges what they print.
+//! `xtask` is only its command line; everything it does lives here.
+
+pub mod apt;
+pub mod arch;
+pub mod build_errors;
+pub mod console;
+pub mod cpio;
+pub mod image;
+pub mod kconfig;
+pub mod kernel;
+pub mod ktap;
+pub mod process;
+pub mod provision;
+pub mod qemu;
+pub mod qmp;
+pub mod report;
+pub mod run;
+pub mod scenario;
+
+use anyhow::{bail, Result};
+use std::path::PathBuf;
+
+/// Where things live: the checkout and the cache outside it.
+#[derive(Clone, Debug)]
+pub struct Paths {
+    pub root: PathBuf,
+    pub cache: PathBuf,
+}
+
+impl Paths {
+    /// The cache is `$PCI_RIG_CACHE`, else `$XDG_CACHE_HOME/pci-rig`, else
+    /// `~/.cache/pci-rig`; never inside the checkout.
+    pub fn new(root: PathBuf) -> Result<Self> {
+        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let cache = var("PCI_RIG_CACHE")
+            .or_else(|| var("XDG_CACHE_HOME").map(|x| x.join("pci-rig")))
+            .or_else(|| var("HOME").map(|h| h.join(".cache/pci-rig")))
+            .unwrap_or_else(|| PathBuf::from("/var/tmp/pci-rig-cache"));
+        let cache = std::path::absolute(cache)?;
+        if cache.starts_with(&root) {
+            bail!("the cache {} is inside the checkout; point PCI_RIG_CACHE elsewhere", cache.display());
+        }
+        Ok(Paths { root, cache })
+    }
+
+    /// `target/pci-rig`, where runs leave their results.
+    pub fn results(&self) -> PathBuf {
+        self.root.join("target/pci-rig")
+    }
+}

@@ -1,0 +1,146 @@
+//! Booting one guest under QEMU: the command line, the serial console read
+//! line by line with a deadline, a QMP connection, and the per-boot folder
+//! that keeps the serial log, QEMU's stderr, its command line and the QMP
+//! transcript.
+
+use crate::arch::Arch;
+use crate::provision::Qemu;
+use crate::qmp::Qmp;
+use anyhow::{bail, Context, Result};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+pub struct Guest<'a> {
+    pub arch: Arch,
+    pub qemu: &'a Qemu,
+    pub kernel: &'a Path,
+    pub initrd: &'a Path,
+    /// Appended to the kernel command line, e.g. `pcirig.scenario=boot`.
+    pub cmdline: String,
+    /// The per-boot folder.
+    pub dir: &'a Path,
+}
+
+/// What a boot left behind.
+pub struct Console {
+    pub lines: Vec<String>,
+    pub timed_out: bool,
+    pub exit: Option<ExitStatus>,
+    pub elapsed: Duration,
+    /// QMP events (DEVICE_DELETED, SHUTDOWN, …) seen during the boot.
+    pub events: Vec<serde_json::Value>,
+}
+
+impl Guest<'_> {
+    /// Where QMP listens. Unix socket paths are limited to 107 bytes; a deep
+    /// checkout falls back to a private folder under /tmp.
+    fn socket_dir(&self) -> Result<PathBuf> {
+        if self.dir.join("qmp.sock").as_os_str().len() < 100 {
+            return Ok(self.dir.to_path_buf());
+        }
+        let d = std::env::temp_dir().join(format!("pci-rig-{}-{}", std::process::id(), self.dir.file_name().unwrap_or_default().to_string_lossy()));
+        std::fs::create_dir_all(&d)?;
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700))?;
+        std::fs::write(self.dir.join("sockets.txt"), format!("sockets live in {}\n", d.display()))?;
+        Ok(d)
+    }
+
+    fn command(&self, serial: &str, qmp: Option<&Path>) -> Command {
+        let mut c = self.qemu.command(self.arch);
+        c.args(self.arch.machine_args())
+            .args(["-nodefaults", "-display", "none", "-no-reboot", "-serial", serial])
+            .arg("-kernel")
+            .arg(self.kernel)
+            .arg("-initrd")
+            .arg(self.initrd)
+            .arg("-append")
+            .arg(format!("console={} panic=-1 {}", self.arch.console(), self.cmdline));
+        if let Some(q) = qmp {
+            c.arg("-qmp").arg(format!("unix:{},server=on,wait=off", q.display()));
+        }
+        c
+    }
+
+    /// Boots on the terminal: the serial console and QEMU's monitor share
+    /// stdio (Ctrl-A X quits, Ctrl-A C switches to the monitor).
+    pub fn interactive(&self) -> Result<ExitStatus> {
+        let mut c = self.command("mon:stdio", None);
+        std::fs::write(self.dir.join("qemu-cmdline.txt"), crate::process::show(&c))?;
+        Ok(c.status().context("starting QEMU")?)
+    }
+
+    /// Boots headless and reads the console until QEMU exits or `timeout`
+    /// passes (then QEMU is killed). `on_line` sees every console line as it
+    /// arrives, with the QMP connection for host-side actions.
+    pub fn run(&self, timeout: Duration, mut on_line: impl FnMut(&str, &mut Qmp) -> Result<()>) -> Result<Console> {
+        std::fs::create_dir_all(self.dir)?;
+        std::fs::set_permissions(self.dir, std::fs::Permissions::from_mode(0o700))?;
+        let sock = self.socket_dir()?.join("qmp.sock");
+        let mut cmd = self.command("stdio", Some(&sock));
+        std::fs::write(self.dir.join("qemu-cmdline.txt"), crate::process::show(&cmd) + "\n")?;
+        let stderr = std::fs::File::create(self.dir.join("qemu-stderr.log"))?;
+        let started = Instant::now();
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .context("starting QEMU")?;
+        let stdout = child.stdout.take().expect("piped");
+        let (tx, rx) = mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).split(b'\n') {
+                let Ok(bytes) = line else { break };
+                let text = String::from_utf8_lossy(&bytes).trim_end_matches('\r').to_string();
+                if tx.send(text).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut qmp = match Qmp::connect(&sock, &self.dir.join("qmp.log"), Duration::from_secs(10)) {
+            Ok(q) => q,
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let err = std::fs::read_to_string(self.dir.join("qemu-stderr.log")).unwrap_or_default();
+                bail!("{e:#}; QEMU said: {}", err.trim());
+            }
+        };
+        std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o600))?;
+
+        let mut serial = std::fs::File::create(self.dir.join("serial.log"))?;
+        let mut lines = Vec::new();
+        let deadline = started + timeout;
+        let mut timed_out = false;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) => {
+                    writeln!(serial, "{line}")?;
+                    serial.flush()?;
+                    on_line(&line, &mut qmp)?;
+                    lines.push(line);
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    timed_out = true;
+                    let _ = child.kill();
+                    break;
+                }
+            }
+        }
+        let exit = child.wait()?;
+        let _ = reader.join();
+        Ok(Console {
+            lines,
+            timed_out,
+            exit: Some(exit),
+            elapsed: started.elapsed(),
+            events: std::mem::take(&mut qmp.events),
+        })
+    }
+}

@@ -1,0 +1,166 @@
+//! Verdicts and the files a run leaves behind: `report.json`, `junit.xml`
+//! and the closing table.
+
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::Path;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    Skip,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Outcome {
+    pub arch: String,
+    pub scenario: String,
+    pub verdict: Verdict,
+    pub duration_s: f64,
+    /// The folder holding this result's logs.
+    pub log: String,
+    /// Why it failed or was skipped; what was checked when it passed.
+    pub reason: String,
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    results: &'a [Outcome],
+}
+
+pub fn to_json(results: &[Outcome]) -> String {
+    serde_json::to_string_pretty(&Report { results }).expect("plain data serializes")
+}
+
+fn xml_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            // XML 1.0 forbids most control characters, which a serial log can hold.
+            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => out.push('?'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+pub fn to_junit(results: &[Outcome]) -> String {
+    let count = |v| results.iter().filter(|r| r.verdict == v).count();
+    let total: f64 = results.iter().map(|r| r.duration_s).sum();
+    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        x,
+        "<testsuites><testsuite name=\"pci-rig\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" time=\"{total:.3}\">",
+        results.len(),
+        count(Verdict::Fail),
+        count(Verdict::Skip)
+    );
+    for r in results {
+        let _ = write!(
+            x,
+            "  <testcase classname=\"{}\" name=\"{}\" time=\"{:.3}\"",
+            xml_escape(&r.arch),
+            xml_escape(&r.scenario),
+            r.duration_s
+        );
+        let reason = xml_escape(&r.reason);
+        match r.verdict {
+            Verdict::Pass => x.push_str("/>\n"),
+            Verdict::Skip => {
+                let _ = writeln!(x, "><skipped message=\"{reason}\"/></testcase>");
+            }
+            Verdict::Fail => {
+                let first = reason.lines().next().unwrap_or("");
+                let _ = writeln!(
+                    x,
+                    "><failure message=\"{first}\">{reason}\nlogs: {}</failure></testcase>",
+                    xml_escape(&r.log)
+                );
+            }
+        }
+    }
+    x.push_str("</testsuite></testsuites>\n");
+    x
+}
+
+pub fn write_files(dir: &Path, results: &[Outcome]) -> std::io::Result<()> {
+    std::fs::write(dir.join("report.json"), to_json(results))?;
+    std::fs::write(dir.join("junit.xml"), to_junit(results))
+}
+
+/// The compact table that closes `cargo xtask test`.
+pub fn table(results: &[Outcome]) -> String {
+    let mut t = format!("{:<9} {:<18} {:<7} {:>8}  {}\n", "arch", "scenario", "verdict", "time", "note");
+    for r in results {
+        let verdict = match r.verdict {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "FAIL",
+            Verdict::Skip => "skip",
+        };
+        let note = r.reason.lines().next().unwrap_or("");
+        let _ = writeln!(t, "{:<9} {:<18} {:<7} {:>7.1}s  {}", r.arch, r.scenario, verdict, r.duration_s, note);
+    }
+    let n = |v| results.iter().filter(|r| r.verdict == v).count();
+    let _ = write!(t, "{} passed, {} failed, {} skipped", n(Verdict::Pass), n(Verdict::Fail), n(Verdict::Skip));
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<Outcome> {
+        let o = |scenario: &str, verdict, reason: &str| Outcome {
+            arch: "arm64".into(),
+            scenario: scenario.into(),
+            verdict,
+            duration_s: 1.5,
+            log: "target/pci-rig/r1/arm64-boot".into(),
+            reason: reason.into(),
+        };
+        vec![
+            o("boot", Verdict::Pass, "2/2 guest checks"),
+            o("hang", Verdict::Fail, "timeout after 10 s <no poweroff> & \u{1b}[0m"),
+            o("kunit", Verdict::Skip, "not built"),
+        ]
+    }
+
+    #[test]
+    fn json_has_the_documented_shape() {
+        let v: serde_json::Value = serde_json::from_str(&to_json(&sample())).unwrap();
+        let r = &v["results"];
+        assert_eq!(r.as_array().unwrap().len(), 3);
+        assert_eq!(r[0]["arch"], "arm64");
+        assert_eq!(r[0]["scenario"], "boot");
+        assert_eq!(r[0]["verdict"], "pass");
+        assert_eq!(r[1]["verdict"], "fail");
+        assert_eq!(r[2]["verdict"], "skip");
+        assert_eq!(r[0]["duration_s"], 1.5);
+        assert_eq!(r[0]["log"], "target/pci-rig/r1/arm64-boot");
+    }
+
+    #[test]
+    fn junit_counts_and_escapes() {
+        let x = to_junit(&sample());
+        assert!(x.contains("tests=\"3\" failures=\"1\" skipped=\"1\""), "{x}");
+        assert!(x.contains("<testcase classname=\"arm64\" name=\"boot\" time=\"1.500\"/>"));
+        assert!(x.contains("<failure message=\"timeout after 10 s &lt;no poweroff&gt; &amp; ?[0m\">"));
+        assert!(x.contains("<skipped message=\"not built\"/>"));
+        assert!(!x.contains('\u{1b}'));
+        assert_eq!(x.matches("<testcase").count(), x.matches("</testcase>").count() + 1);
+    }
+
+    #[test]
+    fn table_closes_with_counts() {
+        let t = table(&sample());
+        assert!(t.ends_with("1 passed, 1 failed, 1 skipped"), "{t}");
+        assert!(t.contains("FAIL"));
+    }
+}

@@ -1,0 +1,228 @@
+//! The commands: setup, build, an interactive boot, and `test`, which runs
+//! the workspace's unit tests and then every chosen scenario on every chosen
+//! arch, writing report.json and junit.xml into a fresh run folder.
+
+use crate::arch::Arch;
+use crate::image;
+use crate::kernel::{self, Flavor, Kernel};
+use crate::provision::{self, Toolchain};
+use crate::qemu::{Console, Guest};
+use crate::report::{self, Outcome, Verdict};
+use crate::scenario::{self, Cause, Scenario};
+use crate::console::Splat;
+use crate::Paths;
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant, SystemTime};
+
+/// In-tree modules every guest image carries.
+const MODULES: &[&str] = &["samples/rust/rust_minimal.ko", "drivers/misc/lkdtm/lkdtm.ko"];
+
+/// A kernel and an initramfs, ready to boot.
+pub struct Prepared {
+    pub kernel: Kernel,
+    pub image: PathBuf,
+    pub initrd: PathBuf,
+}
+
+pub fn setup(paths: &Paths, arches: &[Arch]) -> Result<Toolchain> {
+    let tc = provision::ensure(paths, arches)?;
+    eprintln!("setup: cache {}", paths.cache.display());
+    eprintln!("setup: bindgen {}", tc.bindgen.display());
+    let qemu = tc.qemu.prefix.as_ref().map_or("system".to_string(), |p| p.display().to_string());
+    eprintln!("setup: QEMU {} ({qemu})", tc.qemu.version);
+    for (a, b) in &tc.busybox {
+        eprintln!("setup: busybox {a}: {}", b.display());
+    }
+    Ok(tc)
+}
+
+pub fn prepare(paths: &Paths, tc: &Toolchain, arch: Arch, flavor: &Flavor) -> Result<Prepared> {
+    let kernel = kernel::build(paths, tc, arch, flavor)?;
+    let modules: Vec<PathBuf> = MODULES.iter().map(|m| kernel.module(m)).collect();
+    let initrd = kernel.build.join("pci-rig-initramfs.cpio");
+    image::build(
+        &image::Contents { busybox: &tc.busybox[&arch], images: &paths.root.join("images"), modules: &modules },
+        &initrd,
+    )?;
+    Ok(Prepared { image: kernel.image(), kernel, initrd })
+}
+
+/// `cargo xtask run`: boots to a shell on this terminal.
+pub fn interactive(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<()> {
+    let tc = provision::ensure(paths, &[arch])?;
+    let p = prepare(paths, &tc, arch, flavor)?;
+    let dir = new_run_dir(paths)?.join(format!("{arch}-shell"));
+    std::fs::create_dir_all(&dir)?;
+    eprintln!("run: booting {arch}; Ctrl-A X quits QEMU (logs: {})", dir.display());
+    guest(&tc, &p, "shell", &dir).interactive()?;
+    Ok(())
+}
+
+fn guest<'a>(tc: &'a Toolchain, p: &'a Prepared, scenario: &str, dir: &'a Path) -> Guest<'a> {
+    Guest {
+        arch: p.kernel.arch,
+        qemu: &tc.qemu,
+        kernel: &p.image,
+        initrd: &p.initrd,
+        cmdline: format!("pcirig.scenario={scenario}"),
+        dir,
+    }
+}
+
+fn boot(tc: &Toolchain, p: &Prepared, guest_scenario: &str, timeout: Duration, dir: &Path) -> Result<Console> {
+    guest(tc, p, guest_scenario, dir).run(timeout, |_, _| Ok(()))
+}
+
+/// Runs one scenario and judges it.
+fn run_scenario(tc: &Toolchain, p: &Prepared, s: &Scenario, dir: &Path) -> (Verdict, String) {
+    let result = if s.name == scenario::HARNESS_SELFTEST.name {
+        selftest(tc, p, dir)
+    } else {
+        boot(tc, p, s.name, s.timeout, dir).map(|c| {
+            let j = scenario::judge(s, &c);
+            (j.verdict, j.reason)
+        })
+    };
+    result.unwrap_or_else(|e| (Verdict::Fail, format!("could not run: {e:#}")))
+}
+
+/// Boots guests that are broken on purpose and checks the harness notices.
+fn selftest(tc: &Toolchain, p: &Prepared, dir: &Path) -> Result<(Verdict, String)> {
+    let cases = [
+        ("selftest-hang", Cause::Timeout, 20),
+        ("selftest-panic", Cause::Splat(Splat::Panic), 60),
+        ("selftest-warning", Cause::Splat(Splat::Warning), 60),
+    ];
+    let mut wrong = Vec::new();
+    let mut seen = Vec::new();
+    for (name, expect, secs) in cases {
+        let s = Scenario { name, about: "", timeout: Duration::from_secs(secs), kernel_lines: &[] };
+        let c = boot(tc, p, name, s.timeout, &dir.join(name))?;
+        let j = scenario::judge(&s, &c);
+        let first = j.reason.lines().next().unwrap_or("").to_string();
+        if j.cause == Some(expect) {
+            seen.push(format!("{name}: {first}"));
+        } else {
+            wrong.push(format!("{name}: wanted {expect:?}, judged {:?} ({first})", j.cause));
+        }
+    }
+    Ok(if wrong.is_empty() {
+        (Verdict::Pass, format!("all 3 broken guests judged fail; {}", seen.join("; ")))
+    } else {
+        (Verdict::Fail, format!("the harness misjudged broken guests:\n{}", wrong.join("\n")))
+    })
+}
+
+/// A UTC timestamp plus the pid: unique even for two runs started in the
+/// same second.
+fn run_id() -> String {
+    let secs = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rem) = ((secs / 86400) as i64, secs % 86400);
+    // Howard Hinnant's days-to-civil.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}-{}",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        std::process::id()
+    )
+}
+
+/// Makes `target/pci-rig/<run-id>` and points `target/pci-rig/latest` at it.
+fn new_run_dir(paths: &Paths) -> Result<PathBuf> {
+    let id = run_id();
+    let dir = paths.results().join(&id);
+    std::fs::create_dir_all(&dir)?;
+    let tmp = paths.results().join(format!(".latest-{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(&id, &tmp)?;
+    std::fs::rename(&tmp, paths.results().join("latest"))?;
+    Ok(dir)
+}
+
+fn cargo_test(paths: &Paths, dir: &Path) -> Outcome {
+    eprintln!("test: cargo test --workspace");
+    let started = Instant::now();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo).args(["test", "--workspace"]).current_dir(&paths.root).status();
+    let (verdict, reason) = match status {
+        Ok(s) if s.success() => (Verdict::Pass, "all workspace tests passed".to_string()),
+        Ok(s) => (Verdict::Fail, format!("cargo test --workspace failed ({s}); see its output above")),
+        Err(e) => (Verdict::Fail, format!("could not run cargo: {e}")),
+    };
+    Outcome {
+        arch: "host".into(),
+        scenario: "cargo-test".into(),
+        verdict,
+        duration_s: started.elapsed().as_secs_f64(),
+        log: dir.display().to_string(),
+        reason,
+    }
+}
+
+pub struct TestOptions {
+    pub arches: Vec<Arch>,
+    pub scenarios: Vec<&'static Scenario>,
+    pub flavor: Flavor,
+    pub unit_tests: bool,
+}
+
+/// `cargo xtask test`. Returns whether every verdict passed.
+pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
+    let dir = new_run_dir(paths)?;
+    eprintln!("test: results in {}", dir.display());
+    let mut results = Vec::new();
+    if opts.unit_tests {
+        results.push(cargo_test(paths, &dir));
+    }
+    let tc = setup(paths, &opts.arches).context("provisioning")?;
+    for &arch in &opts.arches {
+        let started = Instant::now();
+        let prepared = prepare(paths, &tc, arch, &opts.flavor);
+        for s in &opts.scenarios {
+            let log = dir.join(format!("{arch}-{}", s.name));
+            let t = Instant::now();
+            let (verdict, reason) = match &prepared {
+                Ok(p) => run_scenario(&tc, p, s, &log),
+                Err(e) => (Verdict::Fail, format!("kernel or image build failed: {e:#}")),
+            };
+            let duration_s = t.elapsed().as_secs_f64();
+            eprintln!("test: {arch} {}: {:?} in {duration_s:.1} s — {}", s.name, verdict, reason.lines().next().unwrap_or(""));
+            if verdict == Verdict::Fail {
+                eprintln!("{reason}\n(logs: {})", log.display());
+            }
+            let log = log.strip_prefix(&paths.root).unwrap_or(&log).display().to_string();
+            results.push(Outcome { arch: arch.to_string(), scenario: s.name.to_string(), verdict, duration_s, log, reason });
+        }
+        eprintln!("test: {arch} done in {:.1} s", started.elapsed().as_secs_f64());
+    }
+    report::write_files(&dir, &results)?;
+    println!("\n{}", report::table(&results));
+    println!("report: {}", dir.join("report.json").display());
+    Ok(results.iter().all(|r| r.verdict != Verdict::Fail))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn run_ids_are_timestamps_with_the_pid() {
+        let id = super::run_id();
+        let parts: Vec<&str> = id.split('-').collect();
+        assert_eq!(parts.len(), 3, "{id}");
+        assert_eq!(parts[0].len(), 8);
+        assert!(parts[0].starts_with("20"), "{id}");
+        assert_eq!(parts[1].len(), 6);
+        assert_eq!(parts[2], std::process::id().to_string());
+    }
+}

@@ -1,0 +1,197 @@
+//! The boot scenarios and how each is judged. A verdict never rests on the
+//! guest's word alone: besides the runner's KTAP, the kernel's own lines,
+//! the absence of any splat and a clean poweroff all have to agree.
+
+use crate::console::{self, Splat};
+use crate::ktap::{self, Line};
+use crate::qemu::Console;
+use crate::report::Verdict;
+use std::time::Duration;
+
+pub struct Scenario {
+    pub name: &'static str,
+    pub about: &'static str,
+    pub timeout: Duration,
+    /// Lines the kernel itself must print (checked after timestamp stripping).
+    pub kernel_lines: &'static [&'static str],
+}
+
+pub const BOOT: Scenario = Scenario {
+    name: "boot",
+    about: "boots, loads and unloads the rust_minimal sample, powers off",
+    timeout: Duration::from_secs(120),
+    kernel_lines: &["rust_minimal: Rust minimal sample (init)", "rust_minimal: Rust minimal sample (exit)"],
+};
+
+/// Boots broken guests on purpose; passes iff the harness judges each one
+/// failed for the right reason.
+pub const HARNESS_SELFTEST: Scenario = Scenario {
+    name: "harness-selftest",
+    about: "a hanging, a panicking and a warning guest are each judged fail",
+    timeout: Duration::from_secs(120),
+    kernel_lines: &[],
+};
+
+pub const ALL: &[&Scenario] = &[&BOOT, &HARNESS_SELFTEST];
+
+pub fn find(name: &str) -> Result<&'static Scenario, String> {
+    ALL.iter().copied().find(|s| s.name == name).ok_or_else(|| {
+        let names: Vec<&str> = ALL.iter().map(|s| s.name).collect();
+        format!("unknown scenario `{name}`; valid: {}", names.join(", "))
+    })
+}
+
+/// Why a boot failed, for callers that check the harness itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cause {
+    Splat(Splat),
+    Timeout,
+    Checks,
+    Unfinished,
+}
+
+pub struct Judgement {
+    pub verdict: Verdict,
+    pub cause: Option<Cause>,
+    pub reason: String,
+}
+
+impl Judgement {
+    fn fail(cause: Cause, reason: String) -> Self {
+        Judgement { verdict: Verdict::Fail, cause: Some(cause), reason }
+    }
+}
+
+const DONE: &str = "pcirig: done";
+
+pub fn judge(s: &Scenario, c: &Console) -> Judgement {
+    let text: Vec<&str> = c.lines.iter().map(|l| console::strip_timestamp(l)).collect();
+    if let Some((kind, excerpt)) = console::first_splat(&c.lines) {
+        return Judgement::fail(Cause::Splat(kind), format!("{} in the guest console:\n{excerpt}", kind.name()));
+    }
+    if c.timed_out {
+        let last = c.lines.len().saturating_sub(8);
+        return Judgement::fail(
+            Cause::Timeout,
+            format!(
+                "timeout after {} s without powering off; last lines:\n{}",
+                s.timeout.as_secs(),
+                c.lines[last..].join("\n")
+            ),
+        );
+    }
+    let mut plan = None;
+    let mut results = Vec::new();
+    for l in &text {
+        match ktap::parse_line(l) {
+            Some(Line::Plan { depth: 0, count }) => plan = Some(count),
+            Some(Line::Result(r)) if r.depth == 0 => results.push(r),
+            _ => {}
+        }
+    }
+    let failed: Vec<String> = results.iter().filter(|r| !r.ok && !r.skip).map(|r| format!("not ok {} {} {}", r.number, r.name, r.directive)).collect();
+    if !failed.is_empty() {
+        return Judgement::fail(Cause::Checks, format!("guest checks failed:\n{}", failed.join("\n")));
+    }
+    if let Some(n) = plan {
+        if results.len() != n {
+            return Judgement::fail(Cause::Checks, format!("guest planned {n} checks but reported {}", results.len()));
+        }
+    }
+    for want in s.kernel_lines {
+        if !text.iter().any(|l| l.contains(want)) {
+            return Judgement::fail(Cause::Checks, format!("the kernel never printed `{want}`"));
+        }
+    }
+    if !text.contains(&DONE) {
+        return Judgement::fail(Cause::Unfinished, "the guest stopped before its scenario finished".into());
+    }
+    Judgement {
+        verdict: Verdict::Pass,
+        cause: None,
+        reason: format!(
+            "{}/{} guest checks ok, {} kernel lines seen, powered off after {:.1} s",
+            results.len(),
+            plan.unwrap_or(results.len()),
+            s.kernel_lines.len(),
+            c.elapsed.as_secs_f64()
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn console(lines: &[&str], timed_out: bool) -> Console {
+        Console {
+            lines: lines.iter().map(|s| s.to_string()).collect(),
+            timed_out,
+            exit: None,
+            elapsed: Duration::from_millis(1500),
+            events: vec![],
+        }
+    }
+
+    const GOOD: &[&str] = &[
+        "[    0.1] Linux version 6.12",
+        "KTAP version 1",
+        "1..2",
+        "[    0.5] rust_minimal: Rust minimal sample (init)",
+        "ok 1 insmod_rust_minimal",
+        "[    0.6] rust_minimal: My numbers are [72, 108, 200]",
+        "[    0.6] rust_minimal: Rust minimal sample (exit)",
+        "ok 2 rmmod_rust_minimal",
+        "pcirig: done",
+    ];
+
+    #[test]
+    fn a_clean_boot_passes() {
+        let j = judge(&BOOT, &console(GOOD, false));
+        assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
+        assert!(j.reason.starts_with("2/2 guest checks ok"), "{}", j.reason);
+    }
+
+    #[test]
+    fn a_timeout_fails_with_the_last_lines() {
+        let j = judge(&BOOT, &console(&GOOD[..4], true));
+        assert_eq!(j.cause, Some(Cause::Timeout));
+        assert!(j.reason.contains("timeout after 120 s") && j.reason.contains("Rust minimal sample (init)"), "{}", j.reason);
+    }
+
+    #[test]
+    fn a_splat_fails_even_when_everything_else_passed() {
+        let mut lines = GOOD.to_vec();
+        lines.insert(5, "[    0.55] WARNING: CPU: 0 PID: 1 at lib/x.c:1 f+0x0/0x1");
+        let j = judge(&BOOT, &console(&lines, false));
+        assert_eq!(j.cause, Some(Cause::Splat(Splat::Warning)));
+        assert!(j.reason.contains("lib/x.c:1"));
+    }
+
+    #[test]
+    fn failed_missing_and_unfinished_checks_fail() {
+        let mut bad = GOOD.to_vec();
+        bad[7] = "not ok 2 rmmod_rust_minimal # rmmod: can't unload";
+        assert_eq!(judge(&BOOT, &console(&bad, false)).cause, Some(Cause::Checks));
+
+        let mut short = GOOD.to_vec();
+        short.remove(7);
+        let j = judge(&BOOT, &console(&short, false));
+        assert!(j.reason.contains("planned 2 checks but reported 1"), "{}", j.reason);
+
+        let mut no_exit = GOOD.to_vec();
+        no_exit.remove(6);
+        let j = judge(&BOOT, &console(&no_exit, false));
+        assert!(j.reason.contains("(exit)"), "{}", j.reason);
+
+        let j = judge(&BOOT, &console(&GOOD[..8], false));
+        assert_eq!(j.cause, Some(Cause::Unfinished));
+    }
+
+    #[test]
+    fn unknown_scenarios_name_the_valid_ones() {
+        assert!(find("boot").is_ok());
+        let e = find("nope").err().unwrap();
+        assert!(e.contains("boot, harness-selftest"), "{e}");
+    }
+}

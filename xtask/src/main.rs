@@ -1,0 +1,119 @@
+//! `cargo xtask`: the command line of pci-rig. It parses arguments and calls
+//! the harness; all the work lives there.
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use harness::arch::Arch;
+use harness::kernel::Flavor;
+use harness::{run, scenario, Paths};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "pci-rig: build, boot and judge Rust PCI drivers under QEMU")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Install or find everything the rig needs (host packages, bindgen, QEMU, busybox).
+    Setup {
+        #[arg(long, default_value = "all", value_parser = parse_arches)]
+        arch: Arches,
+    },
+    /// Build the guest kernel (with the overlay) and initramfs.
+    Build {
+        #[arg(long, default_value = "all", value_parser = parse_arches)]
+        arch: Arches,
+        /// Build the debug flavour (lockdep and friends).
+        #[arg(long)]
+        debug: bool,
+    },
+    /// Boot a guest to an interactive busybox shell on this terminal.
+    Run {
+        #[arg(long, default_value = "x86_64", value_parser = parse_arch)]
+        arch: Arch,
+        #[arg(long)]
+        debug: bool,
+    },
+    /// Run the workspace's tests, then boot scenarios and judge them.
+    Test {
+        /// x86_64, arm64, riscv64 or all.
+        #[arg(long, default_value = "all", value_parser = parse_arches)]
+        arch: Arches,
+        /// One scenario by name (default: all).
+        #[arg(long, value_parser = parse_scenario)]
+        scenario: Option<&'static scenario::Scenario>,
+        #[arg(long)]
+        debug: bool,
+        /// Skip `cargo test --workspace`.
+        #[arg(long)]
+        no_unit_tests: bool,
+    },
+}
+
+/// `--arch`: one architecture or `all`.
+#[derive(Clone)]
+struct Arches(Vec<Arch>);
+
+fn parse_arches(s: &str) -> Result<Arches, String> {
+    if s == "all" {
+        Ok(Arches(Arch::ALL.to_vec()))
+    } else {
+        Ok(Arches(vec![s.parse()?]))
+    }
+}
+
+fn parse_arch(s: &str) -> Result<Arch, String> {
+    s.parse()
+}
+
+fn parse_scenario(s: &str) -> Result<&'static scenario::Scenario, String> {
+    scenario::find(s)
+}
+
+fn flavor(debug: bool) -> Flavor {
+    Flavor { extra: if debug { vec!["debug".into()] } else { vec![] } }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run_cli(cli) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run_cli(cli: Cli) -> Result<bool> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf();
+    let paths = Paths::new(root)?;
+    match cli.command {
+        Cmd::Setup { arch } => {
+            run::setup(&paths, &arch.0)?;
+        }
+        Cmd::Build { arch, debug } => {
+            let tc = run::setup(&paths, &arch.0)?;
+            for a in arch.0 {
+                let p = run::prepare(&paths, &tc, a, &flavor(debug))?;
+                eprintln!("build: {a}: {} + {}", p.image.display(), p.initrd.display());
+            }
+        }
+        Cmd::Run { arch, debug } => run::interactive(&paths, arch, &flavor(debug))?,
+        Cmd::Test { arch, scenario, debug, no_unit_tests } => {
+            let opts = run::TestOptions {
+                arches: arch.0,
+                scenarios: scenario.map_or_else(|| scenario::ALL.to_vec(), |s| vec![s]),
+                flavor: flavor(debug),
+                unit_tests: !no_unit_tests,
+            };
+            return run::test(&paths, &opts);
+        }
+    }
+    Ok(true)
+}
