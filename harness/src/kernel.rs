@@ -195,7 +195,7 @@ impl Overlay {
         }
         std::fs::create_dir_all(&scratch)?;
         run(Command::new("patch")
-            .args(["-p1", "--forward", "--batch", "--no-backup-if-mismatch", "-d"])
+            .args(["-p1", "--forward", "--batch", "--fuzz=0", "--no-backup-if-mismatch", "-d"])
             .arg(&scratch)
             .arg("-i")
             .arg(patch))

@@ -38,10 +38,20 @@ pub fn setup(paths: &Paths, arches: &[Arch]) -> Result<Toolchain> {
     Ok(tc)
 }
 
-pub fn prepare(paths: &Paths, tc: &Toolchain, arch: Arch, flavor: &Flavor) -> Result<Prepared> {
-    let kernel = kernel::build(paths, tc, arch, flavor)?;
+/// Builds the kernel and writes an initramfs into `out` (the run folder, so
+/// concurrent runs never share one).
+pub fn prepare(paths: &Paths, tc: &Toolchain, arch: Arch, flavor: &Flavor, out: &Path) -> Result<Prepared> {
+    let kernel = {
+        // Two runs at once share the cache: one builds while the other waits.
+        let lock = std::fs::File::create(paths.cache.join("build.lock"))?;
+        if lock.try_lock().is_err() {
+            eprintln!("kernel: another pci-rig run is building; waiting for it");
+            lock.lock()?;
+        }
+        kernel::build(paths, tc, arch, flavor)?
+    };
     let modules: Vec<PathBuf> = MODULES.iter().map(|m| kernel.module(m)).collect();
-    let initrd = kernel.build.join("pci-rig-initramfs.cpio");
+    let initrd = out.join(format!("{arch}-initramfs.cpio"));
     image::build(
         &image::Contents { busybox: &tc.busybox[&arch], images: &paths.root.join("images"), modules: &modules },
         &initrd,
@@ -52,8 +62,9 @@ pub fn prepare(paths: &Paths, tc: &Toolchain, arch: Arch, flavor: &Flavor) -> Re
 /// `cargo xtask run`: boots to a shell on this terminal.
 pub fn interactive(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<()> {
     let tc = provision::ensure(paths, &[arch])?;
-    let p = prepare(paths, &tc, arch, flavor)?;
-    let dir = new_run_dir(paths)?.join(format!("{arch}-shell"));
+    let run_dir = new_run_dir(paths)?;
+    let p = prepare(paths, &tc, arch, flavor, &run_dir)?;
+    let dir = run_dir.join(format!("{arch}-shell"));
     std::fs::create_dir_all(&dir)?;
     eprintln!("run: booting {arch}; Ctrl-A X quits QEMU (logs: {})", dir.display());
     guest(&tc, &p, "shell", &dir).interactive()?;
@@ -140,7 +151,7 @@ fn run_id() -> String {
 }
 
 /// Makes `target/pci-rig/<run-id>` and points `target/pci-rig/latest` at it.
-fn new_run_dir(paths: &Paths) -> Result<PathBuf> {
+pub fn new_run_dir(paths: &Paths) -> Result<PathBuf> {
     let id = run_id();
     let dir = paths.results().join(&id);
     std::fs::create_dir_all(&dir)?;
@@ -189,7 +200,7 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
     let tc = setup(paths, &opts.arches).context("provisioning")?;
     for &arch in &opts.arches {
         let started = Instant::now();
-        let prepared = prepare(paths, &tc, arch, &opts.flavor);
+        let prepared = prepare(paths, &tc, arch, &opts.flavor, &dir);
         for s in &opts.scenarios {
             let log = dir.join(format!("{arch}-{}", s.name));
             let t = Instant::now();

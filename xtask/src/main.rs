@@ -99,8 +99,9 @@ fn run_cli(cli: Cli) -> Result<bool> {
         }
         Cmd::Build { arch, debug } => {
             let tc = run::setup(&paths, &arch.0)?;
+            let out = run::new_run_dir(&paths)?;
             for a in arch.0 {
-                let p = run::prepare(&paths, &tc, a, &flavor(debug))?;
+                let p = run::prepare(&paths, &tc, a, &flavor(debug), &out)?;
                 eprintln!("build: {a}: {} + {}", p.image.display(), p.initrd.display());
             }
         }
