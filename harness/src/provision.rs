@@ -45,9 +45,12 @@ impl Qemu {
                         "{0}/lib/x86_64-linux-gnu:{0}/usr/lib/x86_64-linux-gnu",
                         p.display()
                     ))
-                    .arg(p.join("usr/bin").join(arch.qemu_binary()))
-                    .arg("-L")
-                    .arg(p.join("usr/share/qemu"));
+                    .arg(p.join("usr/bin").join(arch.qemu_binary()));
+                // Debian's QEMU finds firmware (SeaBIOS, iPXE ROMs) in several
+                // folders of its firmware path; -L adds each one of the bundle's.
+                for dir in ["usr/share/qemu", "usr/share/seabios", "usr/lib/ipxe/qemu"] {
+                    c.arg("-L").arg(p.join(dir));
+                }
                 c
             }
         }
