@@ -31,7 +31,10 @@ impl PrivateApt {
         if !status.exists() {
             std::fs::write(&status, "")?;
         }
-        let apt = PrivateApt { dir: dir.to_path_buf(), arch: arch.to_string() };
+        let apt = PrivateApt {
+            dir: dir.to_path_buf(),
+            arch: arch.to_string(),
+        };
         let stamp = dir.join("lists/.updated");
         if !stamp.exists() {
             run_logged(&mut apt.apt_get(&["update"]), &dir.join("update.log"))
@@ -45,20 +48,32 @@ impl PrivateApt {
         let d = &self.dir;
         let mut c = Command::new("apt-get");
         let opt = |k: &str, v: &Path| format!("{k}={}", v.display());
-        c.args(["-q", "-y", "-o", "Debug::NoLocking=true", "-o", "APT::Get::AllowUnauthenticated=false"])
-            .args(["-o", &format!("APT::Architecture={}", self.arch)])
-            .args(["-o", &format!("APT::Architectures={}", self.arch)])
-            .args(["-o", &opt("Dir::State", d)])
-            .args(["-o", &opt("Dir::State::Lists", &d.join("lists"))])
-            .args(["-o", &opt("Dir::State::status", &d.join("status"))])
-            .args(["-o", &opt("Dir::Cache", d)])
-            .args(["-o", &opt("Dir::Cache::archives", &d.join("archives"))])
-            .args(["-o", &opt("Dir::Etc::SourceList", &d.join("sources.list"))])
-            .args(["-o", &opt("Dir::Etc::SourceParts", &d.join("parts"))])
-            .args(["-o", &opt("Dir::Etc::PreferencesParts", &d.join("prefs"))])
-            .args(["-o", "Dir::Etc::Preferences=/dev/null"])
-            // Only package lists are needed, not translations or AppStream data.
-            .args(["-o", "Acquire::Languages=none", "-o", "Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false"]);
+        c.args([
+            "-q",
+            "-y",
+            "-o",
+            "Debug::NoLocking=true",
+            "-o",
+            "APT::Get::AllowUnauthenticated=false",
+        ])
+        .args(["-o", &format!("APT::Architecture={}", self.arch)])
+        .args(["-o", &format!("APT::Architectures={}", self.arch)])
+        .args(["-o", &opt("Dir::State", d)])
+        .args(["-o", &opt("Dir::State::Lists", &d.join("lists"))])
+        .args(["-o", &opt("Dir::State::status", &d.join("status"))])
+        .args(["-o", &opt("Dir::Cache", d)])
+        .args(["-o", &opt("Dir::Cache::archives", &d.join("archives"))])
+        .args(["-o", &opt("Dir::Etc::SourceList", &d.join("sources.list"))])
+        .args(["-o", &opt("Dir::Etc::SourceParts", &d.join("parts"))])
+        .args(["-o", &opt("Dir::Etc::PreferencesParts", &d.join("prefs"))])
+        .args(["-o", "Dir::Etc::Preferences=/dev/null"])
+        // Only package lists are needed, not translations or AppStream data.
+        .args([
+            "-o",
+            "Acquire::Languages=none",
+            "-o",
+            "Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false",
+        ]);
         if crate::process::is_root() {
             // The _apt sandbox user could not write into the cache.
             c.args(["-o", "APT::Sandbox::User=root"]);
@@ -72,7 +87,13 @@ impl PrivateApt {
     /// `release` picks the suite preferred for them and their dependencies
     /// (e.g. `trixie-backports`).
     pub fn download_with_deps(&self, release: &str, packages: &[&str]) -> Result<Vec<PathBuf>> {
-        let mut args = vec!["install", "--download-only", "--no-install-recommends", "-t", release];
+        let mut args = vec![
+            "install",
+            "--download-only",
+            "--no-install-recommends",
+            "-t",
+            release,
+        ];
         args.extend(packages);
         run_logged(&mut self.apt_get(&args), &self.dir.join("download.log"))?;
         debs_in(&self.dir.join("archives"))
@@ -82,10 +103,16 @@ impl PrivateApt {
     pub fn download_one(&self, package: &str) -> Result<PathBuf> {
         let into = self.dir.join("single");
         std::fs::create_dir_all(&into)?;
-        run_logged(self.apt_get(&["download", package]).current_dir(&into), &self.dir.join("download.log"))?;
+        run_logged(
+            self.apt_get(&["download", package]).current_dir(&into),
+            &self.dir.join("download.log"),
+        )?;
         debs_in(&into)?
             .into_iter()
-            .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&format!("{package}_"))))
+            .find(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(&format!("{package}_")))
+            })
             .with_context(|| format!("apt-get download {package} left no .deb"))
     }
 }
@@ -143,7 +170,9 @@ fn mirror_in(text: &str) -> Option<&str> {
     };
     // One-line format: deb [opts] URI SUITE COMPONENTS
     for line in text.lines() {
-        let mut words = line.split_whitespace().filter(|w| !w.starts_with('[') && !w.ends_with(']'));
+        let mut words = line
+            .split_whitespace()
+            .filter(|w| !w.starts_with('[') && !w.ends_with(']'));
         if words.next() == Some("deb") {
             if let (Some(uri), Some(suite)) = (words.next(), words.next()) {
                 if is_archive(uri, suite) {
@@ -155,7 +184,10 @@ fn mirror_in(text: &str) -> Option<&str> {
     // deb822: stanzas separated by blank lines.
     for stanza in text.split("\n\n") {
         let field = |name: &str| {
-            stanza.lines().find_map(|l| l.strip_prefix(name).map(|v| v.trim_start_matches(':').trim()))
+            stanza.lines().find_map(|l| {
+                l.strip_prefix(name)
+                    .map(|v| v.trim_start_matches(':').trim())
+            })
         };
         if let (Some(uris), Some(suites)) = (field("URIs"), field("Suites")) {
             let uri = uris.split_whitespace().next()?;
@@ -177,7 +209,10 @@ mod tests {
         assert_eq!(mirror_in(deb822), Some("http://m.example/debian"));
         let one_line = "# c\ndeb [signed-by=/k.gpg] http://m.example/debian/ bookworm main\n";
         assert_eq!(mirror_in(one_line), Some("http://m.example/debian/"));
-        assert_eq!(mirror_in("deb http://m.example/debian-security bookworm-security main"), None);
+        assert_eq!(
+            mirror_in("deb http://m.example/debian-security bookworm-security main"),
+            None
+        );
         assert_eq!(mirror_in("deb https://other.example/apt stable main"), None);
     }
 }

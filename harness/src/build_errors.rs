@@ -45,14 +45,20 @@ mod tests {
         assert!(s.starts_with("error[E0425]: cannot find value `x`"), "{s}");
         assert!(s.contains("--> rust/kernel/pci.rs:10:5"));
         assert!(!s.contains("aborting"));
-        assert!(s.ends_with("make stopped at: rust/Makefile:480: rust/kernel.o"), "{s}");
+        assert!(
+            s.ends_with("make stopped at: rust/Makefile:480: rust/kernel.o"),
+            "{s}"
+        );
     }
 
     #[test]
     fn c_errors_show_file_line_and_message() {
         let log = "  CC      drivers/pci/probe.o\ndrivers/pci/probe.c:12:1: error: expected ';' before '}' token\n   12 | }\n      | ^\nmake[4]: *** [scripts/Makefile.build:229: drivers/pci/probe.o] Error 1\n";
         let s = summarize(log).unwrap();
-        assert!(s.starts_with("drivers/pci/probe.c:12:1: error: expected ';'"), "{s}");
+        assert!(
+            s.starts_with("drivers/pci/probe.c:12:1: error: expected ';'"),
+            "{s}"
+        );
         assert!(s.contains("make stopped at: scripts/Makefile.build:229: drivers/pci/probe.o"));
     }
 

@@ -67,11 +67,12 @@ pub fn classify(line: &str) -> Option<Splat> {
         .map(|&(_, kind)| kind)
 }
 
-/// The first splat in a console log and an excerpt around it.
-pub fn first_splat(lines: &[String]) -> Option<(Splat, String)> {
+/// The first splat in a console log: its kind, its line (without the
+/// timestamp) and an excerpt around it.
+pub fn first_splat(lines: &[String]) -> Option<(Splat, &str, String)> {
     let at = lines.iter().position(|l| classify(l).is_some())?;
     let kind = classify(&lines[at])?;
-    Some((kind, excerpt(lines, at)))
+    Some((kind, strip_timestamp(&lines[at]), excerpt(lines, at)))
 }
 
 /// A few lines before `at` and the trace after it.
@@ -131,8 +132,9 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let (kind, ex) = first_splat(&lines).unwrap();
+        let (kind, line, ex) = first_splat(&lines).unwrap();
         assert_eq!(kind, Splat::Warning);
+        assert_eq!(line, "WARNING: CPU: 0 PID: 1 at x");
         assert_eq!(ex, "b\nc\n[ 1.0] WARNING: CPU: 0 PID: 1 at x\ntrace");
         assert!(first_splat(&lines[..3]).is_none());
     }

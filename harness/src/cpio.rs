@@ -15,7 +15,10 @@ pub struct Archive {
 
 impl Archive {
     pub fn new() -> Self {
-        Archive { bytes: Vec::new(), next_ino: 1 }
+        Archive {
+            bytes: Vec::new(),
+            next_ino: 1,
+        }
     }
 
     pub fn dir(&mut self, path: &str) {
@@ -45,8 +48,30 @@ impl Archive {
         self.pad();
     }
 
-    fn header(&mut self, ino: u32, mode: u32, nlink: u32, size: usize, rdev: (u32, u32), name: &str) {
-        let fields = [ino, mode, 0, 0, nlink, 0, size as u32, 0, 0, rdev.0, rdev.1, name.len() as u32 + 1, 0];
+    fn header(
+        &mut self,
+        ino: u32,
+        mode: u32,
+        nlink: u32,
+        size: usize,
+        rdev: (u32, u32),
+        name: &str,
+    ) {
+        let fields = [
+            ino,
+            mode,
+            0,
+            0,
+            nlink,
+            0,
+            size as u32,
+            0,
+            0,
+            rdev.0,
+            rdev.1,
+            name.len() as u32 + 1,
+            0,
+        ];
         self.bytes.extend_from_slice(b"070701");
         for f in fields {
             self.bytes.extend_from_slice(format!("{f:08x}").as_bytes());
@@ -57,7 +82,7 @@ impl Archive {
     }
 
     fn pad(&mut self) {
-        while self.bytes.len() % 4 != 0 {
+        while !self.bytes.len().is_multiple_of(4) {
             self.bytes.push(0);
         }
     }
@@ -73,7 +98,10 @@ mod tests {
     use super::*;
 
     /// Walks an archive back into (name, mode, rdev, data) entries.
-    fn read(mut b: &[u8]) -> Vec<(String, u32, (u32, u32), Vec<u8>)> {
+    /// name, mode, (rdev major, minor), data
+    type Entry = (String, u32, (u32, u32), Vec<u8>);
+
+    fn read(mut b: &[u8]) -> Vec<Entry> {
         let mut out = Vec::new();
         let start = b.as_ptr() as usize;
         let align = |b: &mut &[u8]| {
@@ -82,9 +110,19 @@ mod tests {
         };
         loop {
             assert_eq!(&b[..6], b"070701");
-            let field = |i: usize| u32::from_str_radix(std::str::from_utf8(&b[6 + 8 * i..14 + 8 * i]).unwrap(), 16).unwrap();
-            let (mode, size, rdev, namesize) = (field(1), field(6) as usize, (field(9), field(10)), field(11) as usize);
-            let name = std::str::from_utf8(&b[110..110 + namesize - 1]).unwrap().to_string();
+            let field = |i: usize| {
+                u32::from_str_radix(std::str::from_utf8(&b[6 + 8 * i..14 + 8 * i]).unwrap(), 16)
+                    .unwrap()
+            };
+            let (mode, size, rdev, namesize) = (
+                field(1),
+                field(6) as usize,
+                (field(9), field(10)),
+                field(11) as usize,
+            );
+            let name = std::str::from_utf8(&b[110..110 + namesize - 1])
+                .unwrap()
+                .to_string();
             assert_eq!(b[110 + namesize - 1], 0);
             b = &b[110 + namesize..];
             align(&mut b);
@@ -111,8 +149,14 @@ mod tests {
         assert_eq!(e.len(), 4);
         assert_eq!(e[0].0, "bin");
         assert_eq!(e[0].1, S_IFDIR | 0o755);
-        assert_eq!((e[1].0.as_str(), e[1].1, e[1].3.as_slice()), ("bin/busybox", S_IFREG | 0o755, &b"\x7fELF12345"[..]));
-        assert_eq!((e[2].1, e[2].3.as_slice()), (S_IFLNK | 0o777, &b"busybox"[..]));
+        assert_eq!(
+            (e[1].0.as_str(), e[1].1, e[1].3.as_slice()),
+            ("bin/busybox", S_IFREG | 0o755, &b"\x7fELF12345"[..])
+        );
+        assert_eq!(
+            (e[2].1, e[2].3.as_slice()),
+            (S_IFLNK | 0o777, &b"busybox"[..])
+        );
         assert_eq!((e[3].1, e[3].2), (S_IFCHR | 0o600, (5, 1)));
     }
 

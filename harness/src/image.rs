@@ -15,7 +15,16 @@ pub struct Contents<'a> {
 
 pub fn build(c: &Contents, out: &Path) -> Result<()> {
     let mut a = Archive::new();
-    for d in ["bin", "dev", "proc", "sys", "tmp", "lib", "lib/modules", "scenarios"] {
+    for d in [
+        "bin",
+        "dev",
+        "proc",
+        "sys",
+        "tmp",
+        "lib",
+        "lib/modules",
+        "scenarios",
+    ] {
         a.dir(d);
     }
     // The kernel opens /dev/console for init before anything mounts /dev.
@@ -41,5 +50,7 @@ fn read(p: &Path) -> Result<Vec<u8>> {
 }
 
 fn file_name(p: &Path) -> String {
-    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }

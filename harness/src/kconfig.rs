@@ -73,7 +73,8 @@ pub fn unmet(wanted: &[Wanted], dot_config: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
-    const FRAGMENT: &str = "# comment\nCONFIG_RUST=y\n\n# CONFIG_BAR is not set\nCONFIG_LOG=\"x\"\nNOT_CONFIG=y\n";
+    const FRAGMENT: &str =
+        "# comment\nCONFIG_RUST=y\n\n# CONFIG_BAR is not set\nCONFIG_LOG=\"x\"\nNOT_CONFIG=y\n";
 
     #[test]
     fn parses_set_unset_and_strings_with_origins() {
@@ -97,8 +98,12 @@ mod tests {
         let cfg = "CONFIG_BAR=y\nCONFIG_LOG=\"y\"\n";
         let bad = unmet(&parse(FRAGMENT, "base.config"), cfg);
         assert_eq!(bad.len(), 3, "{bad:?}");
-        assert!(bad.iter().any(|l| l.starts_with("CONFIG_RUST wanted =y but got not set")));
-        assert!(bad.iter().any(|l| l.starts_with("CONFIG_BAR wanted not set but got =y")));
+        assert!(bad
+            .iter()
+            .any(|l| l.starts_with("CONFIG_RUST wanted =y but got not set")));
+        assert!(bad
+            .iter()
+            .any(|l| l.starts_with("CONFIG_BAR wanted not set but got =y")));
         assert!(bad.iter().any(|l| l.contains("base.config:5")));
     }
 

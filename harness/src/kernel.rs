@@ -69,18 +69,29 @@ pub fn prepare_source(paths: &Paths) -> Result<PathBuf> {
     let base = paths.cache.join("kernel").join(source_version()?);
     let src = base.join("src");
     if !src.join(".unpacked").exists() {
-        eprintln!("kernel: unpacking {TARBALL} into {} (about a minute)", src.display());
+        eprintln!(
+            "kernel: unpacking {TARBALL} into {} (about a minute)",
+            src.display()
+        );
         let tmp = base.join("unpack.tmp");
         let _ = std::fs::remove_dir_all(&tmp);
         let _ = std::fs::remove_dir_all(&src);
         std::fs::create_dir_all(&tmp)?;
-        run(Command::new("tar").arg("-xf").arg(TARBALL).arg("-C").arg(&tmp))?;
+        run(Command::new("tar")
+            .arg("-xf")
+            .arg(TARBALL)
+            .arg("-C")
+            .arg(&tmp))?;
         std::fs::rename(tmp.join("linux-source-6.12"), &src)?;
         std::fs::remove_dir_all(&tmp)?;
         std::fs::write(src.join(".unpacked"), "")?;
     }
-    Overlay { src: src.clone(), orig: base.join("orig"), manifest: base.join("overlay-manifest") }
-        .apply(&paths.root.join("guest-kernel"))?;
+    Overlay {
+        src: src.clone(),
+        orig: base.join("orig"),
+        manifest: base.join("overlay-manifest"),
+    }
+    .apply(&paths.root.join("guest-kernel"))?;
     Ok(src)
 }
 
@@ -173,7 +184,11 @@ impl Overlay {
 
     /// Applies one patch to the files it names, starting from their current
     /// wanted (or pristine) content, in a scratch tree.
-    fn apply_patch(&self, patch: &Path, want: &mut BTreeMap<String, Option<Vec<u8>>>) -> Result<()> {
+    fn apply_patch(
+        &self,
+        patch: &Path,
+        want: &mut BTreeMap<String, Option<Vec<u8>>>,
+    ) -> Result<()> {
         let text = std::fs::read_to_string(patch)?;
         let files: Vec<String> = text
             .lines()
@@ -195,7 +210,14 @@ impl Overlay {
         }
         std::fs::create_dir_all(&scratch)?;
         run(Command::new("patch")
-            .args(["-p1", "--forward", "--batch", "--fuzz=0", "--no-backup-if-mismatch", "-d"])
+            .args([
+                "-p1",
+                "--forward",
+                "--batch",
+                "--fuzz=0",
+                "--no-backup-if-mismatch",
+                "-d",
+            ])
             .arg(&scratch)
             .arg("-i")
             .arg(patch))
@@ -210,12 +232,14 @@ impl Overlay {
 
 fn walk(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(out) };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(out);
+    };
     for e in entries {
         let p = e?.path();
         if p.is_dir() {
             out.extend(walk(&p)?);
-        } else if !p.file_name().is_some_and(|n| n == ".gitkeep") {
+        } else if p.file_name().is_none_or(|n| n != ".gitkeep") {
             out.push(p);
         }
     }
@@ -240,7 +264,10 @@ pub fn make(tc: &Toolchain, src: &Path, build: &Path, arch: Arch) -> Command {
             "CLIPPY_DRIVER=/usr/bin/clippy-driver",
         ])
         .arg(format!("BINDGEN={}", tc.bindgen.display()))
-        .arg(format!("-j{}", std::thread::available_parallelism().map_or(2, |n| n.get())))
+        .arg(format!(
+            "-j{}",
+            std::thread::available_parallelism().map_or(2, |n| n.get())
+        ))
         .env_remove("RUSTUP_TOOLCHAIN")
         .env_remove("CARGO_TARGET_DIR")
         .env_remove("RUSTFLAGS");
@@ -249,7 +276,14 @@ pub fn make(tc: &Toolchain, src: &Path, build: &Path, arch: Arch) -> Command {
 
 /// Writes `.config` from tinyconfig plus the fragments when they changed,
 /// then checks that every option they ask for is really set.
-fn configure(paths: &Paths, tc: &Toolchain, src: &Path, build: &Path, arch: Arch, flavor: &Flavor) -> Result<()> {
+fn configure(
+    paths: &Paths,
+    tc: &Toolchain,
+    src: &Path,
+    build: &Path,
+    arch: Arch,
+    flavor: &Flavor,
+) -> Result<()> {
     let configs = paths.root.join("guest-kernel/configs");
     let mut names = vec!["base".to_string(), arch.name().to_string()];
     names.extend(flavor.extra.iter().cloned());
@@ -268,7 +302,10 @@ fn configure(paths: &Paths, tc: &Toolchain, src: &Path, build: &Path, arch: Arch
         eprintln!("kernel {arch}: configuring ({})", names.join(" + "));
         std::fs::create_dir_all(build)?;
         run(make(tc, src, build, arch).arg("tinyconfig"))?;
-        std::fs::OpenOptions::new().append(true).open(&dot)?.write_all(merged.as_bytes())?;
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&dot)?
+            .write_all(merged.as_bytes())?;
         run(make(tc, src, build, arch).arg("olddefconfig"))?;
         std::fs::write(&stamp, &merged)?;
     }
@@ -288,7 +325,9 @@ fn configure(paths: &Paths, tc: &Toolchain, src: &Path, build: &Path, arch: Arch
 /// progress line now and then. A failure shows the compiler's message.
 pub fn run_make(mut cmd: Command, log: &Path, what: &str) -> Result<()> {
     let (reader, writer) = std::io::pipe()?;
-    cmd.stdin(Stdio::null()).stdout(writer.try_clone()?).stderr(writer);
+    cmd.stdin(Stdio::null())
+        .stdout(writer.try_clone()?)
+        .stderr(writer);
     let mut child = cmd.spawn().context("starting make")?;
     drop(cmd); // closes our copies of the pipe's write end
     let mut file = std::fs::File::create(log)?;
@@ -301,7 +340,11 @@ pub fn run_make(mut cmd: Command, log: &Path, what: &str) -> Result<()> {
         writeln!(file, "{line}")?;
         count += 1;
         if last_report.elapsed() > Duration::from_secs(20) {
-            eprintln!("  {what}: {:>4}s, {count} lines, {}", started.elapsed().as_secs(), line.trim());
+            eprintln!(
+                "  {what}: {:>4}s, {count} lines, {}",
+                started.elapsed().as_secs(),
+                line.trim()
+            );
             last_report = Instant::now();
         }
         text.push_str(&line);
@@ -309,7 +352,8 @@ pub fn run_make(mut cmd: Command, log: &Path, what: &str) -> Result<()> {
     }
     let status = child.wait()?;
     if !status.success() {
-        let summary = build_errors::summarize(&text).unwrap_or_else(|| crate::process::tail(&text, 20));
+        let summary =
+            build_errors::summarize(&text).unwrap_or_else(|| crate::process::tail(&text, 20));
         bail!("{what} failed; full log: {}\n{summary}", log.display());
     }
     Ok(())
@@ -318,11 +362,23 @@ pub fn run_make(mut cmd: Command, log: &Path, what: &str) -> Result<()> {
 /// Builds (or brings up to date) the kernel and its in-tree modules.
 pub fn build(paths: &Paths, tc: &Toolchain, arch: Arch, flavor: &Flavor) -> Result<Kernel> {
     let src = prepare_source(paths)?;
-    let build = src.parent().unwrap().join("build").join(format!("{arch}-{}", flavor.name()));
+    let build = src
+        .parent()
+        .unwrap()
+        .join("build")
+        .join(format!("{arch}-{}", flavor.name()));
     configure(paths, tc, &src, &build, arch, flavor)?;
     let started = Instant::now();
-    run_make(make(tc, &src, &build, arch), &build.join("pci-rig-make.log"), &format!("kernel {arch}"))?;
-    eprintln!("kernel {arch}: up to date in {:.1} s ({})", started.elapsed().as_secs_f64(), build.display());
+    run_make(
+        make(tc, &src, &build, arch),
+        &build.join("pci-rig-make.log"),
+        &format!("kernel {arch}"),
+    )?;
+    eprintln!(
+        "kernel {arch}: up to date in {:.1} s ({})",
+        started.elapsed().as_secs_f64(),
+        build.display()
+    );
     Ok(Kernel { arch, src, build })
 }
 
@@ -336,7 +392,11 @@ mod tests {
         std::fs::create_dir_all(src.join("rust/kernel")).unwrap();
         std::fs::write(src.join("rust/kernel/lib.rs"), "mod a;\n").unwrap();
         std::fs::write(src.join("untouched.c"), "int x;\n").unwrap();
-        let o = Overlay { src, orig: d.path().join("orig"), manifest: d.path().join("manifest") };
+        let o = Overlay {
+            src,
+            orig: d.path().join("orig"),
+            manifest: d.path().join("manifest"),
+        };
         (d, o)
     }
 
@@ -346,7 +406,11 @@ mod tests {
             pub fn new() -> Self {
                 use std::sync::atomic::{AtomicU32, Ordering};
                 static N: AtomicU32 = AtomicU32::new(0);
-                let p = std::env::temp_dir().join(format!("pci-rig-test-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
+                let p = std::env::temp_dir().join(format!(
+                    "pci-rig-test-{}-{}",
+                    std::process::id(),
+                    N.fetch_add(1, Ordering::SeqCst)
+                ));
                 std::fs::create_dir_all(&p).unwrap();
                 Dir(p)
             }
@@ -376,13 +440,22 @@ mod tests {
         o.apply(&guest).unwrap();
         let read = |p: &str| std::fs::read_to_string(o.src.join(p)).ok();
         assert_eq!(read("rust/kernel/pci.rs").as_deref(), Some("// pci\n"));
-        assert_eq!(read("rust/kernel/lib.rs").as_deref(), Some("mod a;\nmod pci;\n"));
+        assert_eq!(
+            read("rust/kernel/lib.rs").as_deref(),
+            Some("mod a;\nmod pci;\n")
+        );
 
         // Applying again changes nothing, so mtimes survive.
-        let before = std::fs::metadata(o.src.join("rust/kernel/lib.rs")).unwrap().modified().unwrap();
+        let before = std::fs::metadata(o.src.join("rust/kernel/lib.rs"))
+            .unwrap()
+            .modified()
+            .unwrap();
         std::thread::sleep(Duration::from_millis(20));
         o.apply(&guest).unwrap();
-        let after = std::fs::metadata(o.src.join("rust/kernel/lib.rs")).unwrap().modified().unwrap();
+        let after = std::fs::metadata(o.src.join("rust/kernel/lib.rs"))
+            .unwrap()
+            .modified()
+            .unwrap();
         assert_eq!(before, after);
 
         // Dropping the overlay restores the pristine tree.

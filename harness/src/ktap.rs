@@ -25,7 +25,10 @@ pub fn parse_line(line: &str) -> Option<Line> {
     let depth = (line.len() - body.len()) / 4;
     let body = body.trim_end();
     if let Some(n) = body.strip_prefix("1..") {
-        return Some(Line::Plan { depth, count: n.parse().ok()? });
+        return Some(Line::Plan {
+            depth,
+            count: n.parse().ok()?,
+        });
     }
     let (ok, rest) = if let Some(r) = body.strip_prefix("ok ") {
         (true, r)
@@ -40,7 +43,14 @@ pub fn parse_line(line: &str) -> Option<Line> {
     };
     let name = name.trim_start_matches("- ").to_string();
     let skip = directive.to_ascii_uppercase().starts_with("SKIP");
-    Some(Line::Result(TestResult { depth, number, ok, skip, name, directive: directive.to_string() }))
+    Some(Line::Result(TestResult {
+        depth,
+        number,
+        ok,
+        skip,
+        name,
+        directive: directive.to_string(),
+    }))
 }
 
 #[cfg(test)]
@@ -50,16 +60,43 @@ mod tests {
     #[test]
     fn parses_plans_results_skips_and_depth() {
         assert_eq!(parse_line("1..3"), Some(Line::Plan { depth: 0, count: 3 }));
-        assert_eq!(parse_line("    1..12"), Some(Line::Plan { depth: 1, count: 12 }));
-        let Some(Line::Result(r)) = parse_line("not ok 2 unload # SKIP no module") else { panic!() };
-        assert_eq!((r.number, r.ok, r.skip, r.name.as_str(), r.directive.as_str()), (2, false, true, "unload", "SKIP no module"));
-        let Some(Line::Result(r)) = parse_line("    ok 7 - rust_doctest_kernel_io_rs_0") else { panic!() };
-        assert_eq!((r.depth, r.number, r.ok, r.name.as_str()), (1, 7, true, "rust_doctest_kernel_io_rs_0"));
+        assert_eq!(
+            parse_line("    1..12"),
+            Some(Line::Plan {
+                depth: 1,
+                count: 12
+            })
+        );
+        let Some(Line::Result(r)) = parse_line("not ok 2 unload # SKIP no module") else {
+            panic!()
+        };
+        assert_eq!(
+            (
+                r.number,
+                r.ok,
+                r.skip,
+                r.name.as_str(),
+                r.directive.as_str()
+            ),
+            (2, false, true, "unload", "SKIP no module")
+        );
+        let Some(Line::Result(r)) = parse_line("    ok 7 - rust_doctest_kernel_io_rs_0") else {
+            panic!()
+        };
+        assert_eq!(
+            (r.depth, r.number, r.ok, r.name.as_str()),
+            (1, 7, true, "rust_doctest_kernel_io_rs_0")
+        );
     }
 
     #[test]
     fn other_lines_are_not_ktap() {
-        for l in ["okay then", "ok x name", "# Subtest: rust_doctests_kernel", "not ok"] {
+        for l in [
+            "okay then",
+            "ok x name",
+            "# Subtest: rust_doctests_kernel",
+            "not ok",
+        ] {
             assert_eq!(parse_line(l), None, "{l}");
         }
     }

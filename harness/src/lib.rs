@@ -33,14 +33,21 @@ impl Paths {
     /// The cache is `$PCI_RIG_CACHE`, else `$XDG_CACHE_HOME/pci-rig`, else
     /// `~/.cache/pci-rig`; never inside the checkout.
     pub fn new(root: PathBuf) -> Result<Self> {
-        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let var = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
         let cache = var("PCI_RIG_CACHE")
             .or_else(|| var("XDG_CACHE_HOME").map(|x| x.join("pci-rig")))
             .or_else(|| var("HOME").map(|h| h.join(".cache/pci-rig")))
             .unwrap_or_else(|| PathBuf::from("/var/tmp/pci-rig-cache"));
         let cache = std::path::absolute(cache)?;
         if cache.starts_with(&root) {
-            bail!("the cache {} is inside the checkout; point PCI_RIG_CACHE elsewhere", cache.display());
+            bail!(
+                "the cache {} is inside the checkout; point PCI_RIG_CACHE elsewhere",
+                cache.display()
+            );
         }
         Ok(Paths { root, cache })
     }

@@ -32,26 +32,55 @@ pub fn run_logged(cmd: &mut Command, log: &Path) -> Result<String> {
     result
 }
 
+/// The command as a shell line that can be pasted to run it again.
 pub fn show(cmd: &Command) -> String {
-    let mut s = cmd.get_program().to_string_lossy().into_owned();
-    for a in cmd.get_args() {
-        s.push(' ');
-        s.push_str(&a.to_string_lossy());
-    }
-    s
+    std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|a| quote(&a.to_string_lossy()))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
-pub fn tail(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
+fn quote(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }
 
 /// Whether `name` is an executable on PATH.
 pub fn on_path(name: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
 }
 
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn shows_commands_as_pasteable_shell() {
+        let mut c = std::process::Command::new("qemu");
+        c.args([
+            "-append",
+            "console=ttyS0 panic=-1",
+            "-device",
+            "{\"a\":1}",
+            "it's",
+        ]);
+        assert_eq!(
+            super::show(&c),
+            r#"qemu -append 'console=ttyS0 panic=-1' -device '{"a":1}' 'it'\''s'"#
+        );
+    }
+}
+
+pub fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
 }

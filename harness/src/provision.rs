@@ -81,7 +81,10 @@ fn host_needs(arches: &[Arch]) -> Vec<Need> {
         need("patch", "patch"),
         need("linux-source-6.12", "/usr/src/linux-source-6.12.tar.xz"),
         need("rustc-web", "/usr/bin/rustc"),
-        need("rust-web-src", "/usr/lib/rustlib/src/rust/library/core/src/lib.rs"),
+        need(
+            "rust-web-src",
+            "/usr/lib/rustlib/src/rust/library/core/src/lib.rs",
+        ),
         need("rust-web-clippy", "/usr/bin/clippy-driver"),
         need("rustfmt-web", "/usr/bin/rustfmt"),
         need("libclang-14-dev", "/usr/lib/llvm-14/lib/libclang.so"),
@@ -112,7 +115,11 @@ fn present(n: &Need) -> bool {
 /// Installs missing host packages with apt as root; without root or apt,
 /// fails with the exact list to install.
 fn ensure_host_packages(arches: &[Arch]) -> Result<()> {
-    let missing: Vec<&str> = host_needs(arches).iter().filter(|n| !present(n)).map(|n| n.package).collect();
+    let missing: Vec<&str> = host_needs(arches)
+        .iter()
+        .filter(|n| !present(n))
+        .map(|n| n.package)
+        .collect();
     if missing.is_empty() {
         return Ok(());
     }
@@ -130,15 +137,24 @@ fn ensure_host_packages(arches: &[Arch]) -> Result<()> {
         .args(["-q", "-y", "install", "--no-install-recommends"])
         .args(&missing))
     .context("installing host packages")?;
-    let still: Vec<&str> = host_needs(arches).iter().filter(|n| !present(n)).map(|n| n.package).collect();
+    let still: Vec<&str> = host_needs(arches)
+        .iter()
+        .filter(|n| !present(n))
+        .map(|n| n.package)
+        .collect();
     if !still.is_empty() {
-        bail!("apt-get installed but these are still missing: {}", still.join(" "));
+        bail!(
+            "apt-get installed but these are still missing: {}",
+            still.join(" ")
+        );
     }
     Ok(())
 }
 
 fn ensure_bindgen(paths: &Paths) -> Result<PathBuf> {
-    let root = paths.cache.join(format!("tools/bindgen-cli-{BINDGEN_VERSION}"));
+    let root = paths
+        .cache
+        .join(format!("tools/bindgen-cli-{BINDGEN_VERSION}"));
     let bin = root.join("bin/bindgen");
     if bin.is_file() {
         return Ok(bin);
@@ -146,7 +162,14 @@ fn ensure_bindgen(paths: &Paths) -> Result<PathBuf> {
     eprintln!("setup: cargo install bindgen-cli {BINDGEN_VERSION} (about 2 minutes)");
     run_logged(
         Command::new("cargo")
-            .args(["install", "--locked", "--version", BINDGEN_VERSION, "bindgen-cli", "--root"])
+            .args([
+                "install",
+                "--locked",
+                "--version",
+                BINDGEN_VERSION,
+                "bindgen-cli",
+                "--root",
+            ])
             .arg(&root),
         &paths.cache.join("tools/bindgen-install.log"),
     )
@@ -158,12 +181,19 @@ fn ensure_bindgen(paths: &Paths) -> Result<PathBuf> {
 fn qemu_version(banner: &str) -> Option<(u32, u32, String)> {
     let v = banner.split("version ").nth(1)?.split_whitespace().next()?;
     let mut it = v.split('.');
-    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?, v.to_string()))
+    Some((
+        it.next()?.parse().ok()?,
+        it.next()?.parse().ok()?,
+        v.to_string(),
+    ))
 }
 
 fn ensure_qemu(paths: &Paths, arches: &[Arch]) -> Result<Qemu> {
     // A system QEMU that is new enough and has every needed binary wins.
-    let system = Qemu { prefix: None, version: String::new() };
+    let system = Qemu {
+        prefix: None,
+        version: String::new(),
+    };
     let versions: Option<Vec<_>> = arches
         .iter()
         .map(|&a| {
@@ -174,27 +204,46 @@ fn ensure_qemu(paths: &Paths, arches: &[Arch]) -> Result<Qemu> {
     if let Some(vs) = versions {
         if let Some((maj, min, v)) = vs.into_iter().min() {
             if (maj, min) >= QEMU_MIN {
-                return Ok(Qemu { prefix: None, version: v });
+                return Ok(Qemu {
+                    prefix: None,
+                    version: v,
+                });
             }
         }
     }
     let prefix = paths.cache.join("qemu/trixie-backports");
     let done = prefix.join(".complete");
     if !done.exists() {
-        eprintln!("setup: no system QEMU >= 10.1; unpacking QEMU from trixie-backports into {} (~95 MB)", prefix.display());
-        let apt = PrivateApt::new(&paths.cache.join("apt/qemu"), "amd64", &["trixie", "trixie-backports"])?;
+        eprintln!(
+            "setup: no system QEMU >= 10.1; unpacking QEMU from trixie-backports into {} (~95 MB)",
+            prefix.display()
+        );
+        let apt = PrivateApt::new(
+            &paths.cache.join("apt/qemu"),
+            "amd64",
+            &["trixie", "trixie-backports"],
+        )?;
         let debs = apt.download_with_deps(
             "trixie-backports",
-            &["qemu-system-x86", "qemu-system-arm", "qemu-system-riscv", "opensbi"],
+            &[
+                "qemu-system-x86",
+                "qemu-system-arm",
+                "qemu-system-riscv",
+                "opensbi",
+            ],
         )?;
         for deb in &debs {
             apt::extract(deb, &prefix)?;
         }
         std::fs::write(&done, "")?;
     }
-    let q = Qemu { prefix: Some(prefix), version: String::new() };
+    let q = Qemu {
+        prefix: Some(prefix),
+        version: String::new(),
+    };
     let out = run(q.command(Arch::X86_64).arg("--version")).context("running the unpacked QEMU")?;
-    let (_, _, version) = qemu_version(&out).with_context(|| format!("unexpected QEMU banner: {out}"))?;
+    let (_, _, version) =
+        qemu_version(&out).with_context(|| format!("unexpected QEMU banner: {out}"))?;
     Ok(Qemu { version, ..q })
 }
 
@@ -203,13 +252,26 @@ fn ensure_qemu(paths: &Paths, arches: &[Arch]) -> Result<Qemu> {
 fn ensure_busybox(paths: &Paths, arch: Arch) -> Result<PathBuf> {
     let prefix = paths.cache.join("busybox").join(arch.name());
     // bookworm installs it in /bin, trixie (merged /usr) in /usr/bin.
-    let find = || ["bin/busybox", "usr/bin/busybox"].map(|p| prefix.join(p)).into_iter().find(|p| p.is_file());
+    let find = || {
+        ["bin/busybox", "usr/bin/busybox"]
+            .map(|p| prefix.join(p))
+            .into_iter()
+            .find(|p| p.is_file())
+    };
     if let Some(bin) = find() {
         return Ok(bin);
     }
     eprintln!("setup: fetching busybox-static for {arch}");
-    let suite = if arch == Arch::Riscv64 { "trixie" } else { "bookworm" };
-    let apt = PrivateApt::new(&paths.cache.join("apt").join(format!("busybox-{arch}")), arch.debian_arch(), &[suite])?;
+    let suite = if arch == Arch::Riscv64 {
+        "trixie"
+    } else {
+        "bookworm"
+    };
+    let apt = PrivateApt::new(
+        &paths.cache.join("apt").join(format!("busybox-{arch}")),
+        arch.debian_arch(),
+        &[suite],
+    )?;
     apt::extract(&apt.download_one("busybox-static")?, &prefix)?;
     find().with_context(|| format!("busybox-static for {arch} has no busybox binary"))
 }
@@ -225,7 +287,11 @@ pub fn ensure(paths: &Paths, arches: &[Arch]) -> Result<Toolchain> {
     for &a in arches {
         busybox.insert(a, ensure_busybox(paths, a)?);
     }
-    Ok(Toolchain { bindgen, qemu, busybox })
+    Ok(Toolchain {
+        bindgen,
+        qemu,
+        busybox,
+    })
 }
 
 #[cfg(test)]

@@ -42,25 +42,44 @@ impl Guest<'_> {
         if self.dir.join("qmp.sock").as_os_str().len() < 100 {
             return Ok(self.dir.to_path_buf());
         }
-        let d = std::env::temp_dir().join(format!("pci-rig-{}-{}", std::process::id(), self.dir.file_name().unwrap_or_default().to_string_lossy()));
+        let d = std::env::temp_dir().join(format!(
+            "pci-rig-{}-{}",
+            std::process::id(),
+            self.dir.file_name().unwrap_or_default().to_string_lossy()
+        ));
         std::fs::create_dir_all(&d)?;
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700))?;
-        std::fs::write(self.dir.join("sockets.txt"), format!("sockets live in {}\n", d.display()))?;
+        std::fs::write(
+            self.dir.join("sockets.txt"),
+            format!("sockets live in {}\n", d.display()),
+        )?;
         Ok(d)
     }
 
     fn command(&self, serial: &str, qmp: Option<&Path>) -> Command {
         let mut c = self.qemu.command(self.arch);
         c.args(self.arch.machine_args())
-            .args(["-nodefaults", "-display", "none", "-no-reboot", "-serial", serial])
+            .args([
+                "-nodefaults",
+                "-display",
+                "none",
+                "-no-reboot",
+                "-serial",
+                serial,
+            ])
             .arg("-kernel")
             .arg(self.kernel)
             .arg("-initrd")
             .arg(self.initrd)
             .arg("-append")
-            .arg(format!("console={} panic=-1 {}", self.arch.console(), self.cmdline));
+            .arg(format!(
+                "console={} panic=-1 {}",
+                self.arch.console(),
+                self.cmdline
+            ));
         if let Some(q) = qmp {
-            c.arg("-qmp").arg(format!("unix:{},server=on,wait=off", q.display()));
+            c.arg("-qmp")
+                .arg(format!("unix:{},server=on,wait=off", q.display()));
         }
         c
     }
@@ -70,18 +89,25 @@ impl Guest<'_> {
     pub fn interactive(&self) -> Result<ExitStatus> {
         let mut c = self.command("mon:stdio", None);
         std::fs::write(self.dir.join("qemu-cmdline.txt"), crate::process::show(&c))?;
-        Ok(c.status().context("starting QEMU")?)
+        c.status().context("starting QEMU")
     }
 
     /// Boots headless and reads the console until QEMU exits or `timeout`
     /// passes (then QEMU is killed). `on_line` sees every console line as it
     /// arrives, with the QMP connection for host-side actions.
-    pub fn run(&self, timeout: Duration, mut on_line: impl FnMut(&str, &mut Qmp) -> Result<()>) -> Result<Console> {
+    pub fn run(
+        &self,
+        timeout: Duration,
+        mut on_line: impl FnMut(&str, &mut Qmp) -> Result<()>,
+    ) -> Result<Console> {
         std::fs::create_dir_all(self.dir)?;
         std::fs::set_permissions(self.dir, std::fs::Permissions::from_mode(0o700))?;
         let sock = self.socket_dir()?.join("qmp.sock");
         let mut cmd = self.command("stdio", Some(&sock));
-        std::fs::write(self.dir.join("qemu-cmdline.txt"), crate::process::show(&cmd) + "\n")?;
+        std::fs::write(
+            self.dir.join("qemu-cmdline.txt"),
+            crate::process::show(&cmd) + "\n",
+        )?;
         let stderr = std::fs::File::create(self.dir.join("qemu-stderr.log"))?;
         let started = Instant::now();
         let mut child = cmd
@@ -95,18 +121,22 @@ impl Guest<'_> {
         let reader = std::thread::spawn(move || {
             for line in BufReader::new(stdout).split(b'\n') {
                 let Ok(bytes) = line else { break };
-                let text = String::from_utf8_lossy(&bytes).trim_end_matches('\r').to_string();
+                let text = String::from_utf8_lossy(&bytes)
+                    .trim_end_matches('\r')
+                    .to_string();
                 if tx.send(text).is_err() {
                     break;
                 }
             }
         });
-        let mut qmp = match Qmp::connect(&sock, &self.dir.join("qmp.log"), Duration::from_secs(10)) {
+        let mut qmp = match Qmp::connect(&sock, &self.dir.join("qmp.log"), Duration::from_secs(10))
+        {
             Ok(q) => q,
             Err(e) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                let err = std::fs::read_to_string(self.dir.join("qemu-stderr.log")).unwrap_or_default();
+                let err =
+                    std::fs::read_to_string(self.dir.join("qemu-stderr.log")).unwrap_or_default();
                 bail!("{e:#}; QEMU said: {}", err.trim());
             }
         };
@@ -135,6 +165,10 @@ impl Guest<'_> {
         }
         let exit = child.wait()?;
         let _ = reader.join();
+        let _ = std::fs::remove_file(&sock);
+        if !sock.starts_with(self.dir) {
+            let _ = std::fs::remove_dir(sock.parent().unwrap());
+        }
         Ok(Console {
             lines,
             timed_out,

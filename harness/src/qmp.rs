@@ -23,8 +23,13 @@ impl Qmp {
         let stream = loop {
             match UnixStream::connect(socket) {
                 Ok(s) => break s,
-                Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-                Err(e) => return Err(e).with_context(|| format!("connecting to QMP at {}", socket.display())),
+                Err(_) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Err(e) => {
+                    return Err(e)
+                        .with_context(|| format!("connecting to QMP at {}", socket.display()))
+                }
             }
         };
         stream.set_read_timeout(Some(Duration::from_secs(10)))?;

@@ -97,7 +97,10 @@ pub fn write_files(dir: &Path, results: &[Outcome]) -> std::io::Result<()> {
 
 /// The compact table that closes `cargo xtask test`.
 pub fn table(results: &[Outcome]) -> String {
-    let mut t = format!("{:<9} {:<18} {:<7} {:>8}  {}\n", "arch", "scenario", "verdict", "time", "note");
+    let mut t = format!(
+        "{:<9} {:<18} {:<7} {:>8}  {}\n",
+        "arch", "scenario", "verdict", "time", "note"
+    );
     for r in results {
         let verdict = match r.verdict {
             Verdict::Pass => "pass",
@@ -105,10 +108,20 @@ pub fn table(results: &[Outcome]) -> String {
             Verdict::Skip => "skip",
         };
         let note = r.reason.lines().next().unwrap_or("");
-        let _ = writeln!(t, "{:<9} {:<18} {:<7} {:>7.1}s  {}", r.arch, r.scenario, verdict, r.duration_s, note);
+        let _ = writeln!(
+            t,
+            "{:<9} {:<18} {:<7} {:>7.1}s  {}",
+            r.arch, r.scenario, verdict, r.duration_s, note
+        );
     }
     let n = |v| results.iter().filter(|r| r.verdict == v).count();
-    let _ = write!(t, "{} passed, {} failed, {} skipped", n(Verdict::Pass), n(Verdict::Fail), n(Verdict::Skip));
+    let _ = write!(
+        t,
+        "{} passed, {} failed, {} skipped",
+        n(Verdict::Pass),
+        n(Verdict::Fail),
+        n(Verdict::Skip)
+    );
     t
 }
 
@@ -127,7 +140,11 @@ mod tests {
         };
         vec![
             o("boot", Verdict::Pass, "2/2 guest checks"),
-            o("hang", Verdict::Fail, "timeout after 10 s <no poweroff> & \u{1b}[0m"),
+            o(
+                "hang",
+                Verdict::Fail,
+                "timeout after 10 s <no poweroff> & \u{1b}[0m",
+            ),
             o("kunit", Verdict::Skip, "not built"),
         ]
     }
@@ -149,12 +166,20 @@ mod tests {
     #[test]
     fn junit_counts_and_escapes() {
         let x = to_junit(&sample());
-        assert!(x.contains("tests=\"3\" failures=\"1\" skipped=\"1\""), "{x}");
+        assert!(
+            x.contains("tests=\"3\" failures=\"1\" skipped=\"1\""),
+            "{x}"
+        );
         assert!(x.contains("<testcase classname=\"arm64\" name=\"boot\" time=\"1.500\"/>"));
-        assert!(x.contains("<failure message=\"timeout after 10 s &lt;no poweroff&gt; &amp; ?[0m\">"));
+        assert!(
+            x.contains("<failure message=\"timeout after 10 s &lt;no poweroff&gt; &amp; ?[0m\">")
+        );
         assert!(x.contains("<skipped message=\"not built\"/>"));
         assert!(!x.contains('\u{1b}'));
-        assert_eq!(x.matches("<testcase").count(), x.matches("</testcase>").count() + 1);
+        assert_eq!(
+            x.matches("<testcase").count(),
+            x.matches("</testcase>").count() + 1
+        );
     }
 
     #[test]

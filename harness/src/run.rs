@@ -3,13 +3,13 @@
 //! arch, writing report.json and junit.xml into a fresh run folder.
 
 use crate::arch::Arch;
+use crate::console::Splat;
 use crate::image;
 use crate::kernel::{self, Flavor, Kernel};
 use crate::provision::{self, Toolchain};
 use crate::qemu::{Console, Guest};
 use crate::report::{self, Outcome, Verdict};
 use crate::scenario::{self, Cause, Scenario};
-use crate::console::Splat;
 use crate::Paths;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -17,7 +17,10 @@ use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
 /// In-tree modules every guest image carries.
-const MODULES: &[&str] = &["samples/rust/rust_minimal.ko", "drivers/misc/lkdtm/lkdtm.ko"];
+const MODULES: &[&str] = &[
+    "samples/rust/rust_minimal.ko",
+    "drivers/misc/lkdtm/lkdtm.ko",
+];
 
 /// A kernel and an initramfs, ready to boot.
 pub struct Prepared {
@@ -30,7 +33,11 @@ pub fn setup(paths: &Paths, arches: &[Arch]) -> Result<Toolchain> {
     let tc = provision::ensure(paths, arches)?;
     eprintln!("setup: cache {}", paths.cache.display());
     eprintln!("setup: bindgen {}", tc.bindgen.display());
-    let qemu = tc.qemu.prefix.as_ref().map_or("system".to_string(), |p| p.display().to_string());
+    let qemu = tc
+        .qemu
+        .prefix
+        .as_ref()
+        .map_or("system".to_string(), |p| p.display().to_string());
     eprintln!("setup: QEMU {} ({qemu})", tc.qemu.version);
     for (a, b) in &tc.busybox {
         eprintln!("setup: busybox {a}: {}", b.display());
@@ -40,7 +47,13 @@ pub fn setup(paths: &Paths, arches: &[Arch]) -> Result<Toolchain> {
 
 /// Builds the kernel and writes an initramfs into `out` (the run folder, so
 /// concurrent runs never share one).
-pub fn prepare(paths: &Paths, tc: &Toolchain, arch: Arch, flavor: &Flavor, out: &Path) -> Result<Prepared> {
+pub fn prepare(
+    paths: &Paths,
+    tc: &Toolchain,
+    arch: Arch,
+    flavor: &Flavor,
+    out: &Path,
+) -> Result<Prepared> {
     let kernel = {
         // Two runs at once share the cache: one builds while the other waits.
         let lock = std::fs::File::create(paths.cache.join("build.lock"))?;
@@ -53,10 +66,18 @@ pub fn prepare(paths: &Paths, tc: &Toolchain, arch: Arch, flavor: &Flavor, out: 
     let modules: Vec<PathBuf> = MODULES.iter().map(|m| kernel.module(m)).collect();
     let initrd = out.join(format!("{arch}-initramfs.cpio"));
     image::build(
-        &image::Contents { busybox: &tc.busybox[&arch], images: &paths.root.join("images"), modules: &modules },
+        &image::Contents {
+            busybox: &tc.busybox[&arch],
+            images: &paths.root.join("images"),
+            modules: &modules,
+        },
         &initrd,
     )?;
-    Ok(Prepared { image: kernel.image(), kernel, initrd })
+    Ok(Prepared {
+        image: kernel.image(),
+        kernel,
+        initrd,
+    })
 }
 
 /// `cargo xtask run`: boots to a shell on this terminal.
@@ -66,7 +87,10 @@ pub fn interactive(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<()> {
     let p = prepare(paths, &tc, arch, flavor, &run_dir)?;
     let dir = run_dir.join(format!("{arch}-shell"));
     std::fs::create_dir_all(&dir)?;
-    eprintln!("run: booting {arch}; Ctrl-A X quits QEMU (logs: {})", dir.display());
+    eprintln!(
+        "run: booting {arch}; Ctrl-A X quits QEMU (logs: {})",
+        dir.display()
+    );
     guest(&tc, &p, "shell", &dir).interactive()?;
     Ok(())
 }
@@ -82,7 +106,13 @@ fn guest<'a>(tc: &'a Toolchain, p: &'a Prepared, scenario: &str, dir: &'a Path) 
     }
 }
 
-fn boot(tc: &Toolchain, p: &Prepared, guest_scenario: &str, timeout: Duration, dir: &Path) -> Result<Console> {
+fn boot(
+    tc: &Toolchain,
+    p: &Prepared,
+    guest_scenario: &str,
+    timeout: Duration,
+    dir: &Path,
+) -> Result<Console> {
     guest(tc, p, guest_scenario, dir).run(timeout, |_, _| Ok(()))
 }
 
@@ -109,27 +139,43 @@ fn selftest(tc: &Toolchain, p: &Prepared, dir: &Path) -> Result<(Verdict, String
     let mut wrong = Vec::new();
     let mut seen = Vec::new();
     for (name, expect, secs) in cases {
-        let s = Scenario { name, about: "", timeout: Duration::from_secs(secs), kernel_lines: &[] };
+        let s = Scenario {
+            name,
+            about: "",
+            timeout: Duration::from_secs(secs),
+            kernel_lines: &[],
+        };
         let c = boot(tc, p, name, s.timeout, &dir.join(name))?;
         let j = scenario::judge(&s, &c);
         let first = j.reason.lines().next().unwrap_or("").to_string();
         if j.cause == Some(expect) {
             seen.push(format!("{name}: {first}"));
         } else {
-            wrong.push(format!("{name}: wanted {expect:?}, judged {:?} ({first})", j.cause));
+            wrong.push(format!(
+                "{name}: wanted {expect:?}, judged {:?} ({first})",
+                j.cause
+            ));
         }
     }
     Ok(if wrong.is_empty() {
-        (Verdict::Pass, format!("all 3 broken guests judged fail; {}", seen.join("; ")))
+        (
+            Verdict::Pass,
+            format!("all 3 broken guests judged fail; {}", seen.join("; ")),
+        )
     } else {
-        (Verdict::Fail, format!("the harness misjudged broken guests:\n{}", wrong.join("\n")))
+        (
+            Verdict::Fail,
+            format!("the harness misjudged broken guests:\n{}", wrong.join("\n")),
+        )
     })
 }
 
 /// A UTC timestamp plus the pid: unique even for two runs started in the
 /// same second.
 fn run_id() -> String {
-    let secs = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let secs = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     let (days, rem) = ((secs / 86400) as i64, secs % 86400);
     // Howard Hinnant's days-to-civil.
     let z = days + 719_468;
@@ -155,7 +201,9 @@ pub fn new_run_dir(paths: &Paths) -> Result<PathBuf> {
     let id = run_id();
     let dir = paths.results().join(&id);
     std::fs::create_dir_all(&dir)?;
-    let tmp = paths.results().join(format!(".latest-{}", std::process::id()));
+    let tmp = paths
+        .results()
+        .join(format!(".latest-{}", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
     std::os::unix::fs::symlink(&id, &tmp)?;
     std::fs::rename(&tmp, paths.results().join("latest"))?;
@@ -166,10 +214,16 @@ fn cargo_test(paths: &Paths, dir: &Path) -> Outcome {
     eprintln!("test: cargo test --workspace");
     let started = Instant::now();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo).args(["test", "--workspace"]).current_dir(&paths.root).status();
+    let status = Command::new(cargo)
+        .args(["test", "--workspace"])
+        .current_dir(&paths.root)
+        .status();
     let (verdict, reason) = match status {
         Ok(s) if s.success() => (Verdict::Pass, "all workspace tests passed".to_string()),
-        Ok(s) => (Verdict::Fail, format!("cargo test --workspace failed ({s}); see its output above")),
+        Ok(s) => (
+            Verdict::Fail,
+            format!("cargo test --workspace failed ({s}); see its output above"),
+        ),
         Err(e) => (Verdict::Fail, format!("could not run cargo: {e}")),
     };
     Outcome {
@@ -206,17 +260,39 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
             let t = Instant::now();
             let (verdict, reason) = match &prepared {
                 Ok(p) => run_scenario(&tc, p, s, &log),
-                Err(e) => (Verdict::Fail, format!("kernel or image build failed: {e:#}")),
+                Err(e) => (
+                    Verdict::Fail,
+                    format!("kernel or image build failed: {e:#}"),
+                ),
             };
             let duration_s = t.elapsed().as_secs_f64();
-            eprintln!("test: {arch} {}: {:?} in {duration_s:.1} s — {}", s.name, verdict, reason.lines().next().unwrap_or(""));
+            eprintln!(
+                "test: {arch} {}: {:?} in {duration_s:.1} s — {}",
+                s.name,
+                verdict,
+                reason.lines().next().unwrap_or("")
+            );
             if verdict == Verdict::Fail {
                 eprintln!("{reason}\n(logs: {})", log.display());
             }
-            let log = log.strip_prefix(&paths.root).unwrap_or(&log).display().to_string();
-            results.push(Outcome { arch: arch.to_string(), scenario: s.name.to_string(), verdict, duration_s, log, reason });
+            let log = log
+                .strip_prefix(&paths.root)
+                .unwrap_or(&log)
+                .display()
+                .to_string();
+            results.push(Outcome {
+                arch: arch.to_string(),
+                scenario: s.name.to_string(),
+                verdict,
+                duration_s,
+                log,
+                reason,
+            });
         }
-        eprintln!("test: {arch} done in {:.1} s", started.elapsed().as_secs_f64());
+        eprintln!(
+            "test: {arch} done in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
     }
     report::write_files(&dir, &results)?;
     println!("\n{}", report::table(&results));

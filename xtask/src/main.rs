@@ -10,7 +10,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "cargo xtask", about = "pci-rig: build, boot and judge Rust PCI drivers under QEMU")]
+#[command(
+    name = "cargo xtask",
+    about = "pci-rig: build, boot and judge Rust PCI drivers under QEMU"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
@@ -75,7 +78,9 @@ fn parse_scenario(s: &str) -> Result<&'static scenario::Scenario, String> {
 }
 
 fn flavor(debug: bool) -> Flavor {
-    Flavor { extra: if debug { vec!["debug".into()] } else { vec![] } }
+    Flavor {
+        extra: if debug { vec!["debug".into()] } else { vec![] },
+    }
 }
 
 fn main() -> ExitCode {
@@ -91,7 +96,10 @@ fn main() -> ExitCode {
 }
 
 fn run_cli(cli: Cli) -> Result<bool> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf();
     let paths = Paths::new(root)?;
     match cli.command {
         Cmd::Setup { arch } => {
@@ -106,7 +114,12 @@ fn run_cli(cli: Cli) -> Result<bool> {
             }
         }
         Cmd::Run { arch, debug } => run::interactive(&paths, arch, &flavor(debug))?,
-        Cmd::Test { arch, scenario, debug, no_unit_tests } => {
+        Cmd::Test {
+            arch,
+            scenario,
+            debug,
+            no_unit_tests,
+        } => {
             let opts = run::TestOptions {
                 arches: arch.0,
                 scenarios: scenario.map_or_else(|| scenario::ALL.to_vec(), |s| vec![s]),
