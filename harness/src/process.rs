@@ -61,6 +61,11 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+pub fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -78,9 +83,4 @@ mod tests {
             r#"qemu -append 'console=ttyS0 panic=-1' -device '{"a":1}' 'it'\''s'"#
         );
     }
-}
-
-pub fn tail(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
 }
