@@ -81,7 +81,7 @@ impl Arch {
         };
         let mut v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         v.extend(
-            ["-accel", "tcg", "-m", "512M", "-smp", "1"]
+            ["-accel", "tcg", "-m", "512M", "-smp", "2"]
                 .iter()
                 .map(|s| s.to_string()),
         );
