@@ -11,6 +11,7 @@ pub mod image;
 pub mod kconfig;
 pub mod kernel;
 pub mod ktap;
+pub mod kunit;
 pub mod process;
 pub mod provision;
 pub mod qemu;

@@ -91,37 +91,32 @@ pub fn interactive(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<()> {
         "run: booting {arch}; Ctrl-A X quits QEMU (logs: {})",
         dir.display()
     );
-    guest(&tc, &p, "shell", &dir).interactive()?;
+    let shell = Scenario::plain("shell", Duration::MAX);
+    guest(&tc, &p, &shell, &dir).interactive()?;
     Ok(())
 }
 
-fn guest<'a>(tc: &'a Toolchain, p: &'a Prepared, scenario: &str, dir: &'a Path) -> Guest<'a> {
+fn guest<'a>(tc: &'a Toolchain, p: &'a Prepared, s: &Scenario, dir: &'a Path) -> Guest<'a> {
     Guest {
         arch: p.kernel.arch,
         qemu: &tc.qemu,
         kernel: &p.image,
         initrd: &p.initrd,
-        cmdline: format!("pcirig.scenario={scenario}"),
+        cmdline: format!("pcirig.scenario={} {}", s.name, s.cmdline),
         dir,
     }
 }
 
-fn boot(
-    tc: &Toolchain,
-    p: &Prepared,
-    guest_scenario: &str,
-    timeout: Duration,
-    dir: &Path,
-) -> Result<Console> {
-    guest(tc, p, guest_scenario, dir).run(timeout, |_, _| Ok(()))
+fn boot(tc: &Toolchain, p: &Prepared, s: &Scenario, dir: &Path) -> Result<Console> {
+    guest(tc, p, s, dir).run(s.timeout, |_, _| Ok(()))
 }
 
 /// Runs one scenario and judges it.
 fn run_scenario(tc: &Toolchain, p: &Prepared, s: &Scenario, dir: &Path) -> (Verdict, String) {
-    let result = if s.name == scenario::HARNESS_SELFTEST.name {
+    let result = if s.kind == scenario::Kind::SelfTest {
         selftest(tc, p, dir)
     } else {
-        boot(tc, p, s.name, s.timeout, dir).map(|c| {
+        boot(tc, p, s, dir).map(|c| {
             let j = scenario::judge(s, &c);
             (j.verdict, j.reason)
         })
@@ -139,13 +134,8 @@ fn selftest(tc: &Toolchain, p: &Prepared, dir: &Path) -> Result<(Verdict, String
     let mut wrong = Vec::new();
     let mut seen = Vec::new();
     for (name, expect, secs) in cases {
-        let s = Scenario {
-            name,
-            about: "",
-            timeout: Duration::from_secs(secs),
-            kernel_lines: &[],
-        };
-        let c = boot(tc, p, name, s.timeout, &dir.join(name))?;
+        let s = Scenario::plain(name, Duration::from_secs(secs));
+        let c = boot(tc, p, &s, &dir.join(name))?;
         let j = scenario::judge(&s, &c);
         let first = j.reason.lines().next().unwrap_or("").to_string();
         if j.cause == Some(expect) {

@@ -4,6 +4,7 @@
 
 use crate::console::{self, Splat};
 use crate::ktap::{self, Line};
+use crate::kunit;
 use crate::qemu::Console;
 use crate::report::Verdict;
 use std::time::Duration;
@@ -12,18 +13,57 @@ pub struct Scenario {
     pub name: &'static str,
     pub about: &'static str,
     pub timeout: Duration,
+    /// Added to the kernel command line besides `pcirig.scenario=NAME`.
+    pub cmdline: &'static str,
     /// Lines the kernel itself must print (checked after timestamp stripping).
     pub kernel_lines: &'static [&'static str],
+    pub kind: Kind,
+}
+
+impl Scenario {
+    /// A guest-side script judged by the common checks only.
+    pub const fn plain(name: &'static str, timeout: Duration) -> Self {
+        Scenario {
+            name,
+            about: "",
+            timeout,
+            cmdline: "",
+            kernel_lines: &[],
+            kind: Kind::Runner,
+        }
+    }
+}
+
+/// What decides a scenario beyond the checks every boot gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The guest-side runner's KTAP.
+    Runner,
+    /// KUnit's KTAP: every suite complete and passing.
+    Kunit,
+    /// Broken guests on purpose (see `run::selftest`).
+    SelfTest,
 }
 
 pub const BOOT: Scenario = Scenario {
     name: "boot",
     about: "boots, loads and unloads the rust_minimal sample, powers off",
     timeout: Duration::from_secs(120),
+    cmdline: "",
     kernel_lines: &[
         "rust_minimal: Rust minimal sample (init)",
         "rust_minimal: Rust minimal sample (exit)",
     ],
+    kind: Kind::Runner,
+};
+
+pub const KUNIT: Scenario = Scenario {
+    name: "kunit",
+    about: "runs the kernel crate's doc examples (ours included) as KUnit tests",
+    timeout: Duration::from_secs(300),
+    cmdline: "kunit.enable=1",
+    kernel_lines: &[],
+    kind: Kind::Kunit,
 };
 
 /// Boots broken guests on purpose; passes iff the harness judges each one
@@ -32,10 +72,12 @@ pub const HARNESS_SELFTEST: Scenario = Scenario {
     name: "harness-selftest",
     about: "a hanging, a panicking and a warning guest are each judged fail",
     timeout: Duration::from_secs(120),
+    cmdline: "",
     kernel_lines: &[],
+    kind: Kind::SelfTest,
 };
 
-pub const ALL: &[&Scenario] = &[&BOOT, &HARNESS_SELFTEST];
+pub const ALL: &[&Scenario] = &[&BOOT, &KUNIT, &HARNESS_SELFTEST];
 
 pub fn find(name: &str) -> Result<&'static Scenario, String> {
     ALL.iter().copied().find(|s| s.name == name).ok_or_else(|| {
@@ -97,6 +139,9 @@ pub fn judge(s: &Scenario, c: &Console) -> Judgement {
             ),
         );
     }
+    if s.kind == Kind::Kunit {
+        return judge_kunit(c);
+    }
     let mut plan = None;
     let mut results = Vec::new();
     for l in &text {
@@ -145,6 +190,56 @@ pub fn judge(s: &Scenario, c: &Console) -> Judgement {
             plan.unwrap_or(results.len()),
             s.kernel_lines.len(),
             c.elapsed.as_secs_f64()
+        ),
+    }
+}
+
+/// Every KUnit suite ran all it announced, and everything passed.
+fn judge_kunit(c: &Console) -> Judgement {
+    let suites = kunit::suites(&c.lines);
+    if suites.is_empty() {
+        return Judgement::fail(
+            Cause::Checks,
+            "KUnit printed no suites (is CONFIG_KUNIT set and kunit.enable=1 passed?)".into(),
+        );
+    }
+    let mut problems = Vec::new();
+    for s in &suites {
+        problems.extend(
+            s.failed()
+                .map(|t| format!("{}: not ok {} {}", s.name, t.number, t.name)),
+        );
+        if s.planned != Some(s.tests.len()) {
+            problems.push(format!(
+                "{}: planned {:?} tests, {} ran",
+                s.name,
+                s.planned,
+                s.tests.len()
+            ));
+        }
+        if s.ok.is_none() {
+            problems.push(format!("{}: never finished", s.name));
+        }
+    }
+    if !problems.is_empty() {
+        return Judgement::fail(
+            Cause::Checks,
+            format!("KUnit failures:\n{}", problems.join("\n")),
+        );
+    }
+    let total: usize = suites.iter().map(|s| s.tests.len()).sum();
+    let modules: Vec<String> = suites
+        .iter()
+        .flat_map(kunit::per_module)
+        .map(|(m, (ok, n))| format!("{m} {ok}/{n}"))
+        .collect();
+    Judgement {
+        verdict: Verdict::Pass,
+        cause: None,
+        reason: format!(
+            "{total} KUnit tests in {} suites passed; per module: {}",
+            suites.len(),
+            modules.join(", ")
         ),
     }
 }
@@ -234,9 +329,45 @@ mod tests {
     }
 
     #[test]
+    fn kunit_passes_only_complete_passing_suites() {
+        let good = [
+            "KTAP version 1",
+            "1..1",
+            "    # Subtest: rust_doctests_kernel",
+            "    1..2",
+            "    ok 1 rust_doctest_kernel_revocable_rs_0",
+            "    ok 2 rust_doctest_kernel_io_rs_0",
+            "ok 1 rust_doctests_kernel",
+            "pcirig: done",
+        ];
+        let j = judge(&KUNIT, &console(&good, false));
+        assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
+        assert!(j.reason.contains("io 1/1, revocable 1/1"), "{}", j.reason);
+
+        let mut failing = good.to_vec();
+        failing[5] = "    not ok 2 rust_doctest_kernel_io_rs_0";
+        let j = judge(&KUNIT, &console(&failing, false));
+        assert!(
+            j.reason.contains("not ok 2 rust_doctest_kernel_io_rs_0"),
+            "{}",
+            j.reason
+        );
+
+        let mut short = good.to_vec();
+        short.remove(5);
+        assert!(judge(&KUNIT, &console(&short, false))
+            .reason
+            .contains("planned Some(2) tests, 1 ran"));
+        assert_eq!(
+            judge(&KUNIT, &console(&good[7..], false)).cause,
+            Some(Cause::Checks)
+        );
+    }
+
+    #[test]
     fn unknown_scenarios_name_the_valid_ones() {
         assert!(find("boot").is_ok());
         let e = find("nope").err().unwrap();
-        assert!(e.contains("boot, harness-selftest"), "{e}");
+        assert!(e.contains("boot, kunit, harness-selftest"), "{e}");
     }
 }
