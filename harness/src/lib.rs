@@ -7,6 +7,7 @@ pub mod arch;
 pub mod build_errors;
 pub mod console;
 pub mod cpio;
+pub mod device;
 pub mod image;
 pub mod kconfig;
 pub mod kernel;

@@ -23,6 +23,8 @@ pub struct Guest<'a> {
     pub cmdline: String,
     /// The per-boot folder.
     pub dir: &'a Path,
+    /// More QEMU arguments, e.g. the device under test.
+    pub extra_args: Vec<String>,
 }
 
 /// What a boot left behind.
@@ -35,27 +37,25 @@ pub struct Console {
     pub events: Vec<serde_json::Value>,
 }
 
-impl Guest<'_> {
-    /// Where QMP listens. Unix socket paths are limited to 107 bytes; a deep
-    /// checkout falls back to a private folder under /tmp.
-    fn socket_dir(&self) -> Result<PathBuf> {
-        if self.dir.join("qmp.sock").as_os_str().len() < 100 {
-            return Ok(self.dir.to_path_buf());
-        }
-        let d = std::env::temp_dir().join(format!(
-            "pci-rig-{}-{}",
-            std::process::id(),
-            self.dir.file_name().unwrap_or_default().to_string_lossy()
-        ));
-        std::fs::create_dir_all(&d)?;
-        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700))?;
-        std::fs::write(
-            self.dir.join("sockets.txt"),
-            format!("sockets live in {}\n", d.display()),
-        )?;
-        Ok(d)
+/// Where a boot's sockets live: its own folder, unless that path is too long
+/// for a Unix socket (107 bytes); then a private folder under /tmp, named in
+/// `sockets.txt`.
+pub fn socket_dir(dir: &Path) -> Result<PathBuf> {
+    if dir.join("control.sock").as_os_str().len() < 100 {
+        return Ok(dir.to_path_buf());
     }
+    let name = dir.file_name().unwrap_or_default().to_string_lossy();
+    let d = std::env::temp_dir().join(format!("pci-rig-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d)?;
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700))?;
+    std::fs::write(
+        dir.join("sockets.txt"),
+        format!("sockets live in {}\n", d.display()),
+    )?;
+    Ok(d)
+}
 
+impl Guest<'_> {
     fn command(&self, serial: &str, qmp: Option<&Path>) -> Command {
         let mut c = self.qemu.command(self.arch);
         c.args(self.arch.machine_args())
@@ -100,9 +100,7 @@ impl Guest<'_> {
         timeout: Duration,
         mut on_line: impl FnMut(&str, &mut Qmp) -> Result<()>,
     ) -> Result<Console> {
-        std::fs::create_dir_all(self.dir)?;
-        std::fs::set_permissions(self.dir, std::fs::Permissions::from_mode(0o700))?;
-        let sock = self.socket_dir()?.join("qmp.sock");
+        let sock = socket_dir(self.dir)?.join("qmp.sock");
         let mut cmd = self.command("stdio", Some(&sock));
         std::fs::write(
             self.dir.join("qemu-cmdline.txt"),
@@ -166,9 +164,6 @@ impl Guest<'_> {
         let exit = child.wait()?;
         let _ = reader.join();
         let _ = std::fs::remove_file(&sock);
-        if !sock.starts_with(self.dir) {
-            let _ = std::fs::remove_dir(sock.parent().unwrap());
-        }
         Ok(Console {
             lines,
             timed_out,

@@ -4,14 +4,17 @@
 
 use crate::arch::Arch;
 use crate::console::Splat;
+use crate::device::{self, DeviceServer, Stopped};
 use crate::image;
 use crate::kernel::{self, Flavor, Kernel};
 use crate::provision::{self, Toolchain};
+use crate::qemu;
 use crate::qemu::{Console, Guest};
 use crate::report::{self, Outcome, Verdict};
 use crate::scenario::{self, Cause, Scenario};
 use crate::Paths;
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
@@ -80,84 +83,133 @@ pub fn prepare(
     })
 }
 
-/// `cargo xtask run`: boots to a shell on this terminal.
+/// `cargo xtask run`: boots to a shell on this terminal, with our device
+/// attached (its control socket is printed, for poking knobs by hand).
 pub fn interactive(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<()> {
     let tc = provision::ensure(paths, &[arch])?;
     let run_dir = new_run_dir(paths)?;
     let p = prepare(paths, &tc, arch, flavor, &run_dir)?;
-    let dir = run_dir.join(format!("{arch}-shell"));
-    std::fs::create_dir_all(&dir)?;
+    let bin = device::build_server(paths)?;
+    let dir = boot_dir(&run_dir.join(format!("{arch}-shell")))?;
+    let server = DeviceServer::start(&bin, &dir, &qemu::socket_dir(&dir)?)?;
     eprintln!(
         "run: booting {arch}; Ctrl-A X quits QEMU (logs: {})",
         dir.display()
     );
-    let shell = Scenario::plain("shell", Duration::MAX);
-    guest(&tc, &p, &shell, &dir).interactive()?;
+    eprintln!("run: device control socket: {}", server.control.display());
+    let rig = Rig {
+        tc: &tc,
+        p: &p,
+        device: None,
+    };
+    let mut g = rig.guest(&Scenario::plain("shell", Duration::MAX), &dir);
+    g.extra_args = vec!["-device".into(), server.qemu_device()];
+    g.interactive()?;
+    server.stop()?;
     Ok(())
 }
 
-fn guest<'a>(tc: &'a Toolchain, p: &'a Prepared, s: &Scenario, dir: &'a Path) -> Guest<'a> {
-    Guest {
-        arch: p.kernel.arch,
-        qemu: &tc.qemu,
-        kernel: &p.image,
-        initrd: &p.initrd,
-        cmdline: format!("pcirig.scenario={} {}", s.name, s.cmdline),
-        dir,
-    }
+/// A boot's folder, private to the user (sockets live there).
+fn boot_dir(dir: &Path) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    Ok(dir.to_path_buf())
 }
 
-fn boot(tc: &Toolchain, p: &Prepared, s: &Scenario, dir: &Path) -> Result<Console> {
-    guest(tc, p, s, dir).run(s.timeout, |_, _| Ok(()))
+/// What a boot needs: tools, a kernel and image, and the device server.
+struct Rig<'a> {
+    tc: &'a Toolchain,
+    p: &'a Prepared,
+    /// The device server binary, when some scenario attaches it.
+    device: Option<&'a Path>,
 }
 
-/// Runs one scenario and judges it.
-fn run_scenario(tc: &Toolchain, p: &Prepared, s: &Scenario, dir: &Path) -> (Verdict, String) {
-    let result = if s.kind == scenario::Kind::SelfTest {
-        selftest(tc, p, dir)
-    } else {
-        boot(tc, p, s, dir).map(|c| {
-            let j = scenario::judge(s, &c);
-            (j.verdict, j.reason)
-        })
-    };
-    result.unwrap_or_else(|e| (Verdict::Fail, format!("could not run: {e:#}")))
-}
-
-/// Boots guests that are broken on purpose and checks the harness notices.
-fn selftest(tc: &Toolchain, p: &Prepared, dir: &Path) -> Result<(Verdict, String)> {
-    let cases = [
-        ("selftest-hang", Cause::Timeout, 20),
-        ("selftest-panic", Cause::Splat(Splat::Panic), 60),
-        ("selftest-warning", Cause::Splat(Splat::Warning), 60),
-    ];
-    let mut wrong = Vec::new();
-    let mut seen = Vec::new();
-    for (name, expect, secs) in cases {
-        let s = Scenario::plain(name, Duration::from_secs(secs));
-        let c = boot(tc, p, &s, &dir.join(name))?;
-        let j = scenario::judge(&s, &c);
-        let first = j.reason.lines().next().unwrap_or("").to_string();
-        if j.cause == Some(expect) {
-            seen.push(format!("{name}: {first}"));
-        } else {
-            wrong.push(format!(
-                "{name}: wanted {expect:?}, judged {:?} ({first})",
-                j.cause
-            ));
+impl Rig<'_> {
+    fn guest<'a>(&'a self, s: &Scenario, dir: &'a Path) -> Guest<'a> {
+        Guest {
+            arch: self.p.kernel.arch,
+            qemu: &self.tc.qemu,
+            kernel: &self.p.image,
+            initrd: &self.p.initrd,
+            cmdline: format!("pcirig.scenario={} {}", s.name, s.cmdline),
+            dir,
+            extra_args: Vec::new(),
         }
     }
-    Ok(if wrong.is_empty() {
-        (
-            Verdict::Pass,
-            format!("all 3 broken guests judged fail; {}", seen.join("; ")),
-        )
-    } else {
-        (
-            Verdict::Fail,
-            format!("the harness misjudged broken guests:\n{}", wrong.join("\n")),
-        )
-    })
+
+    /// Boots once, with a fresh device server when the scenario wants one,
+    /// and returns the console and what the server left.
+    fn boot(&self, s: &Scenario, dir: &Path) -> Result<(Console, Option<Stopped>)> {
+        let dir = boot_dir(dir)?;
+        let sockets = qemu::socket_dir(&dir)?;
+        let server = match (s.device, self.device) {
+            (true, Some(bin)) => Some(DeviceServer::start(bin, &dir, &sockets)?),
+            (true, None) => bail!(
+                "scenario {} needs the device server, which was not built",
+                s.name
+            ),
+            (false, _) => None,
+        };
+        let mut g = self.guest(s, &dir);
+        if let Some(server) = &server {
+            g.extra_args = vec!["-device".into(), server.qemu_device()];
+        }
+        let console = g.run(s.timeout, |_, _| Ok(()));
+        let stopped = server.map(DeviceServer::stop).transpose()?;
+        if sockets != dir {
+            let _ = std::fs::remove_dir_all(&sockets);
+        }
+        Ok((console?, stopped))
+    }
+
+    /// Runs one scenario and judges it.
+    fn run_scenario(&self, s: &Scenario, dir: &Path) -> (Verdict, String) {
+        let result = if s.kind == scenario::Kind::SelfTest {
+            self.selftest(dir)
+        } else {
+            self.boot(s, dir).map(|(c, device)| {
+                let j = scenario::judge(s, &c, device.as_ref());
+                (j.verdict, j.reason)
+            })
+        };
+        result.unwrap_or_else(|e| (Verdict::Fail, format!("could not run: {e:#}")))
+    }
+
+    /// Boots guests that are broken on purpose and checks the harness notices.
+    fn selftest(&self, dir: &Path) -> Result<(Verdict, String)> {
+        let cases = [
+            ("selftest-hang", Cause::Timeout, 20),
+            ("selftest-panic", Cause::Splat(Splat::Panic), 60),
+            ("selftest-warning", Cause::Splat(Splat::Warning), 60),
+        ];
+        let mut wrong = Vec::new();
+        let mut seen = Vec::new();
+        for (name, expect, secs) in cases {
+            let s = Scenario::plain(name, Duration::from_secs(secs));
+            let (c, _) = self.boot(&s, &dir.join(name))?;
+            let j = scenario::judge(&s, &c, None);
+            let first = j.reason.lines().next().unwrap_or("").to_string();
+            if j.cause == Some(expect) {
+                seen.push(format!("{name}: {first}"));
+            } else {
+                wrong.push(format!(
+                    "{name}: wanted {expect:?}, judged {:?} ({first})",
+                    j.cause
+                ));
+            }
+        }
+        Ok(if wrong.is_empty() {
+            (
+                Verdict::Pass,
+                format!("all 3 broken guests judged fail; {}", seen.join("; ")),
+            )
+        } else {
+            (
+                Verdict::Fail,
+                format!("the harness misjudged broken guests:\n{}", wrong.join("\n")),
+            )
+        })
+    }
 }
 
 /// A UTC timestamp plus the pid: unique even for two runs started in the
@@ -242,6 +294,11 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
         results.push(cargo_test(paths, &dir));
     }
     let tc = setup(paths, &opts.arches).context("provisioning")?;
+    let device_bin = if opts.scenarios.iter().any(|s| s.device) {
+        Some(device::build_server(paths)?)
+    } else {
+        None
+    };
     for &arch in &opts.arches {
         let started = Instant::now();
         let prepared = prepare(paths, &tc, arch, &opts.flavor, &dir);
@@ -249,7 +306,12 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
             let log = dir.join(format!("{arch}-{}", s.name));
             let t = Instant::now();
             let (verdict, reason) = match &prepared {
-                Ok(p) => run_scenario(&tc, p, s, &log),
+                Ok(p) => Rig {
+                    tc: &tc,
+                    p,
+                    device: device_bin.as_deref(),
+                }
+                .run_scenario(s, &log),
                 Err(e) => (
                     Verdict::Fail,
                     format!("kernel or image build failed: {e:#}"),

@@ -3,6 +3,7 @@
 //! the absence of any splat and a clean poweroff all have to agree.
 
 use crate::console::{self, Splat};
+use crate::device::{self, Claimed, Stopped};
 use crate::ktap::{self, Line};
 use crate::kunit;
 use crate::qemu::Console;
@@ -18,6 +19,8 @@ pub struct Scenario {
     /// Lines the kernel itself must print (checked after timestamp stripping).
     pub kernel_lines: &'static [&'static str],
     pub kind: Kind,
+    /// Whether our device server is attached for this boot.
+    pub device: bool,
 }
 
 impl Scenario {
@@ -30,6 +33,7 @@ impl Scenario {
             cmdline: "",
             kernel_lines: &[],
             kind: Kind::Runner,
+            device: false,
         }
     }
 }
@@ -43,6 +47,9 @@ pub enum Kind {
     Kunit,
     /// Broken guests on purpose (see `run::selftest`).
     SelfTest,
+    /// The runner's KTAP, and every `# mmio` access it reports must appear
+    /// in the device's access log.
+    Device,
 }
 
 pub const BOOT: Scenario = Scenario {
@@ -55,6 +62,7 @@ pub const BOOT: Scenario = Scenario {
         "rust_minimal: Rust minimal sample (exit)",
     ],
     kind: Kind::Runner,
+    device: false,
 };
 
 pub const KUNIT: Scenario = Scenario {
@@ -64,6 +72,7 @@ pub const KUNIT: Scenario = Scenario {
     cmdline: "kunit.enable=1",
     kernel_lines: &[],
     kind: Kind::Kunit,
+    device: false,
 };
 
 /// Boots broken guests on purpose; passes iff the harness judges each one
@@ -75,9 +84,22 @@ pub const HARNESS_SELFTEST: Scenario = Scenario {
     cmdline: "",
     kernel_lines: &[],
     kind: Kind::SelfTest,
+    device: false,
 };
 
-pub const ALL: &[&Scenario] = &[&BOOT, &KUNIT, &HARNESS_SELFTEST];
+/// Registers read and written from the guest through the BARs, no driver;
+/// every access the guest reports must be in the device's own log.
+pub const DEVICE: Scenario = Scenario {
+    name: "device",
+    about: "guest pokes BAR0/BAR2 per REGISTERS.md; the device log must show every access in order",
+    timeout: Duration::from_secs(180),
+    cmdline: "",
+    kernel_lines: &[],
+    kind: Kind::Device,
+    device: true,
+};
+
+pub const ALL: &[&Scenario] = &[&BOOT, &KUNIT, &DEVICE, &HARNESS_SELFTEST];
 
 pub fn find(name: &str) -> Result<&'static Scenario, String> {
     ALL.iter().copied().find(|s| s.name == name).ok_or_else(|| {
@@ -93,6 +115,8 @@ pub enum Cause {
     Timeout,
     Checks,
     Unfinished,
+    /// The device server died, or its log contradicts the guest.
+    Device,
 }
 
 pub struct Judgement {
@@ -113,7 +137,8 @@ impl Judgement {
 
 const DONE: &str = "pcirig: done";
 
-pub fn judge(s: &Scenario, c: &Console) -> Judgement {
+/// Judges one boot; `device` is what the device server left, when attached.
+pub fn judge(s: &Scenario, c: &Console, device: Option<&Stopped>) -> Judgement {
     let text: Vec<&str> = c
         .lines
         .iter()
@@ -123,6 +148,12 @@ pub fn judge(s: &Scenario, c: &Console) -> Judgement {
         return Judgement::fail(
             Cause::Splat(kind),
             format!("{}: {line}\n{excerpt}", kind.name()),
+        );
+    }
+    if let Some(status) = device.and_then(|d| d.died) {
+        return Judgement::fail(
+            Cause::Device,
+            format!("the device server died during the boot ({status}); see device-stderr.log"),
         );
     }
     if c.timed_out {
@@ -181,11 +212,27 @@ pub fn judge(s: &Scenario, c: &Console) -> Judgement {
             "the guest stopped before its scenario finished".into(),
         );
     }
+    let mut backed = String::new();
+    if s.kind == Kind::Device {
+        let claims: Vec<Claimed> = text.iter().filter_map(|l| device::parse_claim(l)).collect();
+        let log = device.map_or(&[][..], |d| &d.log[..]);
+        if claims.is_empty() {
+            return Judgement::fail(Cause::Checks, "the guest reported no MMIO accesses".into());
+        }
+        if let Err(e) = device::match_claims(&claims, log) {
+            return Judgement::fail(Cause::Device, e);
+        }
+        let bar = log.iter().filter(|a| a.region != "config").count();
+        backed = format!(
+            ", all {} reported MMIO accesses found in order in the device log ({bar} BAR accesses logged)",
+            claims.len()
+        );
+    }
     Judgement {
         verdict: Verdict::Pass,
         cause: None,
         reason: format!(
-            "{}/{} guest checks ok, {} kernel lines seen, powered off after {:.1} s",
+            "{}/{} guest checks ok, {} kernel lines seen{backed}, powered off after {:.1} s",
             results.len(),
             plan.unwrap_or(results.len()),
             s.kernel_lines.len(),
@@ -272,14 +319,14 @@ mod tests {
 
     #[test]
     fn a_clean_boot_passes() {
-        let j = judge(&BOOT, &console(GOOD, false));
+        let j = judge(&BOOT, &console(GOOD, false), None);
         assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
         assert!(j.reason.starts_with("2/2 guest checks ok"), "{}", j.reason);
     }
 
     #[test]
     fn a_timeout_fails_with_the_last_lines() {
-        let j = judge(&BOOT, &console(&GOOD[..4], true));
+        let j = judge(&BOOT, &console(&GOOD[..4], true), None);
         assert_eq!(j.cause, Some(Cause::Timeout));
         assert!(j.reason.starts_with("timeout after 120 s without powering off (last line: rust_minimal: Rust minimal sample (init))"), "{}", j.reason);
     }
@@ -291,7 +338,7 @@ mod tests {
             5,
             "[    0.55] WARNING: CPU: 0 PID: 1 at lib/x.c:1 f+0x0/0x1",
         );
-        let j = judge(&BOOT, &console(&lines, false));
+        let j = judge(&BOOT, &console(&lines, false), None);
         assert_eq!(j.cause, Some(Cause::Splat(Splat::Warning)));
         assert!(
             j.reason
@@ -306,13 +353,13 @@ mod tests {
         let mut bad = GOOD.to_vec();
         bad[7] = "not ok 2 rmmod_rust_minimal # rmmod: can't unload";
         assert_eq!(
-            judge(&BOOT, &console(&bad, false)).cause,
+            judge(&BOOT, &console(&bad, false), None).cause,
             Some(Cause::Checks)
         );
 
         let mut short = GOOD.to_vec();
         short.remove(7);
-        let j = judge(&BOOT, &console(&short, false));
+        let j = judge(&BOOT, &console(&short, false), None);
         assert!(
             j.reason.contains("planned 2 checks but reported 1"),
             "{}",
@@ -321,10 +368,10 @@ mod tests {
 
         let mut no_exit = GOOD.to_vec();
         no_exit.remove(6);
-        let j = judge(&BOOT, &console(&no_exit, false));
+        let j = judge(&BOOT, &console(&no_exit, false), None);
         assert!(j.reason.contains("(exit)"), "{}", j.reason);
 
-        let j = judge(&BOOT, &console(&GOOD[..8], false));
+        let j = judge(&BOOT, &console(&GOOD[..8], false), None);
         assert_eq!(j.cause, Some(Cause::Unfinished));
     }
 
@@ -340,13 +387,13 @@ mod tests {
             "ok 1 rust_doctests_kernel",
             "pcirig: done",
         ];
-        let j = judge(&KUNIT, &console(&good, false));
+        let j = judge(&KUNIT, &console(&good, false), None);
         assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
         assert!(j.reason.contains("io 1/1, revocable 1/1"), "{}", j.reason);
 
         let mut failing = good.to_vec();
         failing[5] = "    not ok 2 rust_doctest_kernel_io_rs_0";
-        let j = judge(&KUNIT, &console(&failing, false));
+        let j = judge(&KUNIT, &console(&failing, false), None);
         assert!(
             j.reason.contains("not ok 2 rust_doctest_kernel_io_rs_0"),
             "{}",
@@ -355,11 +402,11 @@ mod tests {
 
         let mut short = good.to_vec();
         short.remove(5);
-        assert!(judge(&KUNIT, &console(&short, false))
+        assert!(judge(&KUNIT, &console(&short, false), None)
             .reason
             .contains("planned Some(2) tests, 1 ran"));
         assert_eq!(
-            judge(&KUNIT, &console(&good[7..], false)).cause,
+            judge(&KUNIT, &console(&good[7..], false), None).cause,
             Some(Cause::Checks)
         );
     }
@@ -368,6 +415,6 @@ mod tests {
     fn unknown_scenarios_name_the_valid_ones() {
         assert!(find("boot").is_ok());
         let e = find("nope").err().unwrap();
-        assert!(e.contains("boot, kunit, harness-selftest"), "{e}");
+        assert!(e.contains("boot, kunit, device, harness-selftest"), "{e}");
     }
 }

@@ -1,0 +1,297 @@
+//! Our emulated PCI device, seen from the harness: building the
+//! `pci-rig-device` server, starting one per boot next to QEMU, talking to
+//! its control socket, and reading its access log back after the boot.
+//! The register map is qemu-device/REGISTERS.md.
+
+use crate::process::run_logged;
+use crate::Paths;
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// QEMU's id for the device, so hot-unplug can name it.
+pub const QEMU_ID: &str = "pcirig";
+
+/// One entry of the device's access log.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+pub struct Access {
+    pub seq: u64,
+    pub time_ns: u64,
+    pub region: String,
+    pub offset: u64,
+    pub size: u32,
+    pub value: Option<u64>,
+    pub kind: String,
+    pub class: String,
+}
+
+/// Builds the server (release: it sits on every trapped guest access).
+pub fn build_server(paths: &Paths) -> Result<PathBuf> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    std::fs::create_dir_all(paths.results())?;
+    run_logged(
+        Command::new(cargo)
+            .args([
+                "build",
+                "--release",
+                "--quiet",
+                "-p",
+                "qemu-device",
+                "--bin",
+                "pci-rig-device",
+            ])
+            .current_dir(&paths.root),
+        &paths.results().join("device-build.log"),
+    )
+    .context("building pci-rig-device")?;
+    Ok(paths.root.join("target/release/pci-rig-device"))
+}
+
+/// A running device server. Dropping it kills the server.
+pub struct DeviceServer {
+    child: Child,
+    pub socket: PathBuf,
+    pub control: PathBuf,
+    log: PathBuf,
+}
+
+impl DeviceServer {
+    /// Starts the server with its sockets in `sockets` and its log files in
+    /// `dir`, and waits until it answers on the control socket.
+    pub fn start(bin: &Path, dir: &Path, sockets: &Path) -> Result<Self> {
+        let socket = sockets.join("device.sock");
+        let control = sockets.join("control.sock");
+        let log = dir.join("device-access.jsonl");
+        let child = Command::new(bin)
+            .arg("--socket")
+            .arg(&socket)
+            .arg("--control")
+            .arg(&control)
+            .arg("--access-log")
+            .arg(&log)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("device-stderr.log"))?)
+            .spawn()
+            .with_context(|| format!("starting {}", bin.display()))?;
+        let mut server = DeviceServer {
+            child,
+            socket,
+            control,
+            log,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while server.request(json!({"cmd": "ping"})).is_err() {
+            if let Some(status) = server.child.try_wait()? {
+                bail!(
+                    "the device server exited at start ({status}); see {}",
+                    dir.join("device-stderr.log").display()
+                );
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "the device server did not answer on {} within 10 s",
+                    server.control.display()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(server)
+    }
+
+    /// QEMU's `-device` argument attaching this server behind root port `rp0`.
+    pub fn qemu_device(&self) -> String {
+        json!({
+            "driver": "vfio-user-pci",
+            "id": QEMU_ID,
+            "bus": "rp0",
+            "socket": {"path": self.socket, "type": "unix"},
+        })
+        .to_string()
+    }
+
+    /// One control request; an error reply becomes an error.
+    pub fn request(&self, req: Value) -> Result<Value> {
+        let mut s = UnixStream::connect(&self.control)?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        writeln!(s, "{req}")?;
+        let mut line = String::new();
+        BufReader::new(&s).read_line(&mut line)?;
+        let reply: Value =
+            serde_json::from_str(&line).with_context(|| format!("device reply {line:?}"))?;
+        if reply["ok"] != json!(true) {
+            bail!("device refused {req}: {}", reply["error"]);
+        }
+        Ok(reply)
+    }
+
+    /// `Some(status)` once the server has exited.
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// Stops the server (SIGTERM, which makes it write its access log) and
+    /// returns how it ended and the log. `died` tells whether it had already
+    /// exited on its own before this call.
+    pub fn stop(mut self) -> Result<Stopped> {
+        let died = self.exited();
+        if died.is_none() {
+            // SAFETY: kill(2) on our own child's pid has no memory effects.
+            unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while self.exited().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        let _ = self.child.kill();
+        let status = self.child.wait()?;
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let log = text
+            .lines()
+            .map(serde_json::from_str)
+            .collect::<Result<Vec<Access>, _>>()
+            .with_context(|| format!("reading the access log {}", self.log.display()))?;
+        Ok(Stopped { died, status, log })
+    }
+}
+
+impl Drop for DeviceServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub struct Stopped {
+    /// The exit status if the server was already gone when asked to stop.
+    pub died: Option<ExitStatus>,
+    pub status: ExitStatus,
+    pub log: Vec<Access>,
+}
+
+/// An MMIO access the guest says it made: `# mmio r|w bar0|bar2 OFFSET SIZE VALUE`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claimed {
+    pub kind: &'static str,
+    pub region: String,
+    pub offset: u64,
+    pub size: u32,
+    pub value: u64,
+}
+
+fn number(s: &str) -> Option<u64> {
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+pub fn parse_claim(line: &str) -> Option<Claimed> {
+    let mut w = line.strip_prefix("# mmio ")?.split_whitespace();
+    let kind = match w.next()? {
+        "r" => "read",
+        "w" => "write",
+        _ => return None,
+    };
+    Some(Claimed {
+        kind,
+        region: w.next()?.to_string(),
+        offset: number(w.next()?)?,
+        size: number(w.next()?)? as u32,
+        value: number(w.next()?)?,
+    })
+}
+
+/// Checks that every claimed access appears in the device log, in the same
+/// order, with the same value. Returns the number matched, or the first
+/// claim the log does not back.
+pub fn match_claims(claims: &[Claimed], log: &[Access]) -> Result<usize, String> {
+    let mut entries = log.iter().filter(|a| a.region != "config");
+    for (i, c) in claims.iter().enumerate() {
+        let found = entries.by_ref().any(|a| {
+            a.kind == c.kind
+                && a.region == c.region
+                && a.offset == c.offset
+                && a.size == c.size
+                && a.value == Some(c.value)
+        });
+        if !found {
+            return Err(format!(
+                "guest access #{} ({} {} 0x{:x} size {} value 0x{:x}) is not in the device log after the ones before it",
+                i + 1,
+                c.kind,
+                c.region,
+                c.offset,
+                c.size,
+                c.value
+            ));
+        }
+    }
+    Ok(claims.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn access(seq: u64, region: &str, offset: u64, value: u64, kind: &str) -> Access {
+        Access {
+            seq,
+            time_ns: seq,
+            region: region.into(),
+            offset,
+            size: 4,
+            value: Some(value),
+            kind: kind.into(),
+            class: "ok".into(),
+        }
+    }
+
+    #[test]
+    fn parses_guest_claims() {
+        let c = parse_claim("# mmio w bar0 0x8 4 0xA5A55A5A").unwrap();
+        assert_eq!(
+            c,
+            Claimed {
+                kind: "write",
+                region: "bar0".into(),
+                offset: 8,
+                size: 4,
+                value: 0xa5a5_5a5a
+            }
+        );
+        assert_eq!(parse_claim("# mmio x bar0 0x8 4 0x1"), None);
+        assert_eq!(parse_claim("ok 1 mmio"), None);
+    }
+
+    #[test]
+    fn claims_must_appear_in_order_with_their_values() {
+        let log = vec![
+            access(1, "config", 0, 0x7072, "read"),
+            access(2, "bar0", 8, 5, "write"),
+            access(3, "bar0", 12, 0, "read"),
+            access(4, "bar0", 8, 5, "read"),
+        ];
+        let claim = |kind, offset, value| Claimed {
+            kind,
+            region: "bar0".into(),
+            offset,
+            size: 4,
+            value,
+        };
+        assert_eq!(
+            match_claims(&[claim("write", 8, 5), claim("read", 8, 5)], &log),
+            Ok(2)
+        );
+        // Wrong value, wrong order, and an access the device never saw all fail.
+        assert!(match_claims(&[claim("write", 8, 6)], &log).is_err());
+        assert!(match_claims(&[claim("read", 8, 5), claim("write", 8, 5)], &log).is_err());
+        let e = match_claims(&[claim("read", 0x100, 0)], &log).unwrap_err();
+        assert!(e.contains("guest access #1 (read bar0 0x100"), "{e}");
+    }
+}
