@@ -1,0 +1,206 @@
+//! BAR0: the register file and the operation it runs over the BAR2 window.
+//! Offsets and bits are documented in REGISTERS.md; keep the two in step.
+
+use super::crc32::crc32;
+use super::Model;
+use serde::{Deserialize, Serialize};
+
+pub const MAGIC: u64 = 0x000;
+pub const VERSION: u64 = 0x004;
+pub const SCRATCH: u64 = 0x008;
+pub const COUNTER: u64 = 0x00c;
+pub const CMD: u64 = 0x010;
+pub const STATUS: u64 = 0x014;
+pub const OP_OFFSET: u64 = 0x018;
+pub const OP_LENGTH: u64 = 0x01c;
+pub const OP_ARG: u64 = 0x020;
+pub const RESULT: u64 = 0x024;
+pub const INT_STATUS: u64 = 0x030;
+pub const INT_ENABLE: u64 = 0x034;
+pub const INT_RAISE: u64 = 0x038;
+pub const INT_ACK: u64 = 0x03c;
+pub const IRQ_COUNT: u64 = 0x040;
+pub const RESET: u64 = 0x050;
+
+/// "prig" read as a big-endian word.
+pub const MAGIC_VALUE: u32 = 0x7072_6967;
+/// Major 1, minor 0.
+pub const VERSION_VALUE: u32 = 0x0001_0000;
+/// What MAGIC and VERSION read while the wrong-id knob is set.
+pub const WRONG_MAGIC_VALUE: u32 = 0x0bad_0bad;
+pub const WRONG_VERSION_VALUE: u32 = 0xffff_0000;
+
+pub const STATUS_BUSY: u32 = 1 << 0;
+pub const STATUS_DONE: u32 = 1 << 1;
+pub const STATUS_ERROR: u32 = 1 << 2;
+pub const STATUS_CODE_SHIFT: u32 = 8;
+
+pub const OP_CRC32: u32 = 1;
+pub const OP_FILL: u32 = 2;
+pub const OP_INVERT: u32 = 3;
+
+pub const ERR_BAD_OPCODE: u32 = 1;
+pub const ERR_BAD_RANGE: u32 = 2;
+pub const ERR_FORCED: u32 = 3;
+
+pub const INT_DONE: u32 = 1 << 0;
+pub const INT_ERROR: u32 = 1 << 1;
+pub const INT_SOFT: u32 = 1 << 2;
+pub const INT_ALL: u32 = INT_DONE | INT_ERROR | INT_SOFT;
+
+/// The only value RESET acts on.
+pub const RESET_KEY: u32 = 1;
+
+/// The register file. Every field resets to zero.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Registers {
+    pub scratch: u32,
+    pub counter: u32,
+    pub cmd: u32,
+    pub status: u32,
+    pub op_offset: u32,
+    pub op_length: u32,
+    pub op_arg: u32,
+    pub result: u32,
+    pub int_status: u32,
+    pub int_enable: u32,
+    pub irq_count: u32,
+    /// The operation latched by the doorbell while BUSY.
+    #[serde(skip)]
+    pub(super) pending: Option<Op>,
+}
+
+/// Operation parameters, latched when the doorbell rings so later register writes cannot
+/// change an operation in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Op {
+    opcode: u32,
+    offset: u32,
+    length: u32,
+    arg: u32,
+}
+
+/// What a 32-bit register write did.
+pub(super) enum WriteOutcome {
+    Done,
+    ReadOnly,
+    Undefined,
+}
+
+impl Model {
+    /// A 32-bit register read, with its side effects; `None` for offsets with no register.
+    pub(super) fn reg_read(&mut self, offset: u64) -> Option<u32> {
+        let r = &mut self.regs;
+        Some(match offset {
+            MAGIC if self.knobs.wrong_id => WRONG_MAGIC_VALUE,
+            MAGIC => MAGIC_VALUE,
+            VERSION if self.knobs.wrong_id => WRONG_VERSION_VALUE,
+            VERSION => VERSION_VALUE,
+            SCRATCH => r.scratch,
+            COUNTER => {
+                let v = r.counter;
+                r.counter = v.wrapping_add(1);
+                v
+            }
+            CMD => r.cmd,
+            STATUS => r.status,
+            OP_OFFSET => r.op_offset,
+            OP_LENGTH => r.op_length,
+            OP_ARG => r.op_arg,
+            RESULT => r.result,
+            INT_STATUS => r.int_status,
+            INT_ENABLE => r.int_enable,
+            INT_RAISE | INT_ACK | RESET => 0,
+            IRQ_COUNT => r.irq_count,
+            _ => return None,
+        })
+    }
+
+    /// A 32-bit register write, with its side effects.
+    pub(super) fn reg_write(&mut self, offset: u64, v: u32) -> WriteOutcome {
+        let r = &mut self.regs;
+        match offset {
+            MAGIC | VERSION | COUNTER | STATUS | RESULT | INT_STATUS | IRQ_COUNT => {
+                return WriteOutcome::ReadOnly
+            }
+            SCRATCH => r.scratch = v,
+            OP_OFFSET => r.op_offset = v,
+            OP_LENGTH => r.op_length = v,
+            OP_ARG => r.op_arg = v,
+            INT_ENABLE => r.int_enable = v & INT_ALL,
+            INT_RAISE => r.int_status |= v & INT_ALL,
+            INT_ACK => r.int_status &= !v,
+            CMD => self.doorbell(v),
+            RESET if v == RESET_KEY => self.soft_reset(),
+            RESET => {}
+            _ => return WriteOutcome::Undefined,
+        }
+        self.update_irq();
+        WriteOutcome::Done
+    }
+
+    fn doorbell(&mut self, opcode: u32) {
+        let r = &mut self.regs;
+        r.cmd = opcode;
+        if r.status & STATUS_BUSY != 0 {
+            self.counters.doorbell_busy += 1;
+            return;
+        }
+        self.counters.commands += 1;
+        r.pending = Some(Op {
+            opcode,
+            offset: r.op_offset,
+            length: r.op_length,
+            arg: r.op_arg,
+        });
+        r.status = STATUS_BUSY;
+        if !self.knobs.stuck_busy {
+            self.complete_op();
+        }
+    }
+
+    /// Finishes the latched operation, if any: status, RESULT and interrupt status.
+    pub(super) fn complete_op(&mut self) {
+        let Some(op) = self.regs.pending.take() else {
+            return;
+        };
+        let outcome = if self.knobs.force_error {
+            Err(ERR_FORCED)
+        } else {
+            self.run_op(op)
+        };
+        let r = &mut self.regs;
+        match outcome {
+            Ok(result) => {
+                r.result = result;
+                r.status = STATUS_DONE;
+                r.int_status |= INT_DONE;
+            }
+            Err(code) => {
+                r.status = STATUS_DONE | STATUS_ERROR | (code << STATUS_CODE_SHIFT);
+                r.int_status |= INT_DONE | INT_ERROR;
+                self.counters.command_errors += 1;
+            }
+        }
+        self.update_irq();
+    }
+
+    /// Runs an operation on the window; the result is the CRC-32 of the range afterwards.
+    fn run_op(&mut self, op: Op) -> Result<u32, u32> {
+        if !matches!(op.opcode, OP_CRC32 | OP_FILL | OP_INVERT) {
+            return Err(ERR_BAD_OPCODE);
+        }
+        let start = op.offset as usize;
+        let range = start
+            .checked_add(op.length as usize)
+            .and_then(|end| self.window.get_mut(start..end))
+            .ok_or(ERR_BAD_RANGE)?;
+        match op.opcode {
+            OP_CRC32 => {}
+            OP_FILL => range.fill(op.arg as u8),
+            OP_INVERT => range.iter_mut().for_each(|b| *b = !*b),
+            _ => unreachable!("opcode checked above"),
+        }
+        Ok(crc32(range))
+    }
+}

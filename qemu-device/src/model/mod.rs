@@ -1,0 +1,363 @@
+//! The device model: a pure state machine. No I/O, no threads, no clock: the transport passes
+//! the time of each access in, and reads back what the interrupt lines should be.
+
+pub mod bar0;
+pub mod config;
+mod crc32;
+mod log;
+
+pub use bar0::Registers;
+pub use config::ConfigSpace;
+pub use crc32::crc32;
+pub use log::{Access, AccessLog, Class, Counters, Kind, Region};
+
+use serde::{Deserialize, Serialize};
+
+pub const BAR0_SIZE: u64 = 4096;
+pub const BAR2_SIZE: u64 = 64 * 1024;
+/// About 50 MB of log; the oldest entries go first (counted in `log_overflow`).
+pub const DEFAULT_LOG_CAPACITY: usize = 1 << 20;
+
+/// Fault knobs, set from the host. None of them is touched by any reset.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Knobs {
+    /// Surprise removal: every read returns all-ones, writes drop, no interrupts.
+    pub all_ones: bool,
+    /// Every operation completes with ERROR (code ERR_FORCED).
+    pub force_error: bool,
+    /// The transport delays each BAR access by this much; the model only reports it.
+    pub latency_ns: u64,
+    /// Operations stay BUSY until the knob is cleared.
+    pub stuck_busy: bool,
+    /// Interrupts are latched in INT_STATUS but never reach the line.
+    pub drop_irqs: bool,
+    /// MAGIC and VERSION read wrong, so a driver's probe must fail.
+    pub wrong_id: bool,
+}
+
+/// Why an access was refused. The model has logged and counted it already.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessError {
+    OutOfRange,
+}
+
+impl std::fmt::Display for AccessError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("access past the end of the region")
+    }
+}
+
+impl std::error::Error for AccessError {}
+
+/// A snapshot for the control socket's `state` command.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct State {
+    pub registers: Registers,
+    pub command: u16,
+    pub intx_line: bool,
+    pub msi_enabled: bool,
+    pub knobs: Knobs,
+    pub next_seq: u64,
+}
+
+#[derive(Clone)]
+pub struct Model {
+    config: ConfigSpace,
+    regs: Registers,
+    window: Vec<u8>,
+    knobs: Knobs,
+    /// Whether (INT_STATUS & INT_ENABLE) != 0 after the last update; edges raise interrupts.
+    irq_condition: bool,
+    /// The interrupt line: set on an undropped rising edge, cleared when the condition falls.
+    irq_line: bool,
+    /// Undropped rising edges since creation; no reset touches it.
+    irq_edges: u64,
+    log: AccessLog,
+    counters: Counters,
+}
+
+impl Default for Model {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Model {
+    pub fn new() -> Self {
+        Self::with_log_capacity(DEFAULT_LOG_CAPACITY)
+    }
+
+    pub fn with_log_capacity(capacity: usize) -> Self {
+        Self {
+            config: ConfigSpace::new(),
+            regs: Registers::default(),
+            window: vec![0; BAR2_SIZE as usize],
+            knobs: Knobs::default(),
+            irq_condition: false,
+            irq_line: false,
+            irq_edges: 0,
+            log: AccessLog::new(capacity),
+            counters: Counters::default(),
+        }
+    }
+
+    /// Reads `data.len()` bytes of `region` at `offset`, at time `now_ns`.
+    pub fn read(
+        &mut self,
+        region: Region,
+        offset: u64,
+        data: &mut [u8],
+        now_ns: u64,
+    ) -> Result<(), AccessError> {
+        data.fill(0);
+        let class = if !in_range(region, offset, data.len()) {
+            Class::OutOfRange
+        } else if self.knobs.all_ones {
+            data.fill(0xff);
+            Class::Removed
+        } else {
+            match region {
+                Region::Config => {
+                    let line = self.irq_line;
+                    self.config.read(offset as usize, data, line);
+                    Class::Ok
+                }
+                Region::Bar0 => self.bar0_read(offset, data),
+                Region::Bar2 => {
+                    let o = offset as usize;
+                    data.copy_from_slice(&self.window[o..o + data.len()]);
+                    Class::Ok
+                }
+            }
+        };
+        self.record(now_ns, region, offset, data, Kind::Read, class)
+    }
+
+    /// Writes `data` to `region` at `offset`, at time `now_ns`.
+    pub fn write(
+        &mut self,
+        region: Region,
+        offset: u64,
+        data: &[u8],
+        now_ns: u64,
+    ) -> Result<(), AccessError> {
+        let class = if !in_range(region, offset, data.len()) {
+            Class::OutOfRange
+        } else if self.knobs.all_ones {
+            Class::Removed
+        } else {
+            match region {
+                Region::Config => {
+                    self.config.write(offset as usize, data);
+                    Class::Ok
+                }
+                Region::Bar0 => self.bar0_write(offset, data),
+                Region::Bar2 => {
+                    let o = offset as usize;
+                    self.window[o..o + data.len()].copy_from_slice(data);
+                    Class::Ok
+                }
+            }
+        };
+        self.record(now_ns, region, offset, data, Kind::Write, class)
+    }
+
+    fn bar0_read(&mut self, offset: u64, data: &mut [u8]) -> Class {
+        let size = data.len();
+        match size {
+            1 | 2 | 4 | 8 if !offset.is_multiple_of(size as u64) => Class::Unaligned,
+            4 => match self.reg_read(offset) {
+                Some(v) => {
+                    data.copy_from_slice(&v.to_le_bytes());
+                    Class::Ok
+                }
+                None => Class::Undefined,
+            },
+            8 => {
+                let lo = self.reg_read(offset).unwrap_or(0);
+                let hi = self.reg_read(offset + 4).unwrap_or(0);
+                data[..4].copy_from_slice(&lo.to_le_bytes());
+                data[4..].copy_from_slice(&hi.to_le_bytes());
+                Class::Wide
+            }
+            1 | 2 => {
+                let word = self.reg_read(offset & !3).unwrap_or(0).to_le_bytes();
+                let at = (offset & 3) as usize;
+                data.copy_from_slice(&word[at..at + size]);
+                Class::Narrow
+            }
+            _ => Class::BadSize,
+        }
+    }
+
+    fn bar0_write(&mut self, offset: u64, data: &[u8]) -> Class {
+        let size = data.len();
+        match size {
+            1 | 2 | 4 | 8 if !offset.is_multiple_of(size as u64) => Class::Unaligned,
+            4 => match self.reg_write(offset, le32(data)) {
+                bar0::WriteOutcome::Done => Class::Ok,
+                bar0::WriteOutcome::ReadOnly => Class::ReadOnly,
+                bar0::WriteOutcome::Undefined => Class::Undefined,
+            },
+            8 => {
+                self.reg_write(offset, le32(&data[..4]));
+                self.reg_write(offset + 4, le32(&data[4..]));
+                Class::Wide
+            }
+            1 | 2 => Class::Narrow,
+            _ => Class::BadSize,
+        }
+    }
+
+    fn record(
+        &mut self,
+        time_ns: u64,
+        region: Region,
+        offset: u64,
+        data: &[u8],
+        kind: Kind,
+        class: Class,
+    ) -> Result<(), AccessError> {
+        self.counters.count(region, kind, class);
+        let value = (data.len() <= 8).then(|| {
+            let mut b = [0u8; 8];
+            b[..data.len()].copy_from_slice(data);
+            u64::from_le_bytes(b)
+        });
+        let overflow = self.log.push(Access {
+            seq: 0,
+            time_ns,
+            region,
+            offset,
+            size: data.len().try_into().unwrap_or(u32::MAX),
+            value,
+            kind,
+            class,
+        });
+        self.counters.log_overflow += u64::from(overflow);
+        match class {
+            Class::OutOfRange => Err(AccessError::OutOfRange),
+            _ => Ok(()),
+        }
+    }
+
+    /// Recomputes the interrupt line after any state change.
+    fn update_irq(&mut self) {
+        let cond = self.regs.int_status & self.regs.int_enable != 0 && !self.knobs.all_ones;
+        if cond && !self.irq_condition {
+            if self.knobs.drop_irqs {
+                self.counters.irqs_dropped += 1;
+            } else {
+                self.counters.irqs_raised += 1;
+                self.regs.irq_count = self.regs.irq_count.wrapping_add(1);
+                self.irq_edges += 1;
+                self.irq_line = true;
+            }
+        }
+        if !cond {
+            self.irq_line = false;
+        }
+        self.irq_condition = cond;
+    }
+
+    /// RESET register: BAR0 registers and the BAR2 window back to power-on; config space,
+    /// knobs, log and counters stay.
+    fn soft_reset(&mut self) {
+        self.regs = Registers::default();
+        self.window.fill(0);
+        self.irq_condition = false;
+        self.irq_line = false;
+        self.counters.resets += 1;
+    }
+
+    /// vfio-user DEVICE_RESET (function-level reset): also config space.
+    pub fn device_reset(&mut self) {
+        self.soft_reset();
+        self.config = ConfigSpace::new();
+    }
+
+    pub fn knobs(&self) -> &Knobs {
+        &self.knobs
+    }
+
+    /// Replaces the knobs. Clearing stuck-busy completes the operation in flight.
+    pub fn set_knobs(&mut self, knobs: Knobs) {
+        self.knobs = knobs;
+        if !self.knobs.stuck_busy {
+            self.complete_op();
+        }
+        self.update_irq();
+    }
+
+    /// The INTx pin: the interrupt line unless the command register disables INTx.
+    pub fn intx_asserted(&self) -> bool {
+        self.irq_line && self.config.command() & config::CMD_INTX_DISABLE == 0
+    }
+
+    /// Counts undropped interrupts since creation; an MSI transport sends a message whenever
+    /// it grows.
+    pub fn irq_edges(&self) -> u64 {
+        self.irq_edges
+    }
+
+    pub fn msi_enabled(&self) -> bool {
+        self.config.msi_control() & config::MSI_ENABLE != 0
+    }
+
+    pub fn registers(&self) -> &Registers {
+        &self.regs
+    }
+
+    pub fn window(&self) -> &[u8] {
+        &self.window
+    }
+
+    pub fn log(&self) -> &AccessLog {
+        &self.log
+    }
+
+    pub fn clear_log(&mut self) {
+        self.log.clear();
+    }
+
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    pub fn reset_counters(&mut self) {
+        self.counters = Counters::default();
+    }
+
+    pub fn state(&self) -> State {
+        State {
+            registers: self.regs.clone(),
+            command: self.config.command(),
+            intx_line: self.intx_asserted(),
+            msi_enabled: self.msi_enabled(),
+            knobs: self.knobs.clone(),
+            next_seq: self.log.next_seq(),
+        }
+    }
+}
+
+fn region_size(region: Region) -> u64 {
+    match region {
+        Region::Config => config::CONFIG_SIZE as u64,
+        Region::Bar0 => BAR0_SIZE,
+        Region::Bar2 => BAR2_SIZE,
+    }
+}
+
+fn in_range(region: Region, offset: u64, len: usize) -> bool {
+    offset
+        .checked_add(len as u64)
+        .is_some_and(|end| end <= region_size(region))
+}
+
+fn le32(b: &[u8]) -> u32 {
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+#[cfg(test)]
+mod tests;

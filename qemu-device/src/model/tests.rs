@@ -1,0 +1,486 @@
+use super::bar0::*;
+use super::*;
+
+fn rd(m: &mut Model, region: Region, off: u64, size: usize) -> u64 {
+    let mut b = vec![0u8; size];
+    m.read(region, off, &mut b, 0).unwrap();
+    let mut w = [0u8; 8];
+    w[..size.min(8)].copy_from_slice(&b[..size.min(8)]);
+    u64::from_le_bytes(w)
+}
+
+fn r32(m: &mut Model, off: u64) -> u32 {
+    rd(m, Region::Bar0, off, 4) as u32
+}
+
+fn w32(m: &mut Model, off: u64, v: u32) {
+    m.write(Region::Bar0, off, &v.to_le_bytes(), 0).unwrap();
+}
+
+fn cfg32(m: &mut Model, off: u64) -> u32 {
+    rd(m, Region::Config, off, 4) as u32
+}
+
+fn cfg_w32(m: &mut Model, off: u64, v: u32) {
+    m.write(Region::Config, off, &v.to_le_bytes(), 0).unwrap();
+}
+
+fn run(m: &mut Model, op: u32, offset: u32, len: u32, arg: u32) -> u32 {
+    w32(m, OP_OFFSET, offset);
+    w32(m, OP_LENGTH, len);
+    w32(m, OP_ARG, arg);
+    w32(m, CMD, op);
+    r32(m, STATUS)
+}
+
+fn set(m: &mut Model, f: impl FnOnce(&mut Knobs)) {
+    let mut k = m.knobs().clone();
+    f(&mut k);
+    m.set_knobs(k);
+}
+
+#[test]
+fn config_header_identifies_the_device() {
+    let mut m = Model::new();
+    assert_eq!(cfg32(&mut m, 0x00), 0x0001_7072);
+    assert_eq!(cfg32(&mut m, 0x08), 0xff00_0001);
+    assert_eq!(cfg32(&mut m, 0x2c), 0x0001_7072);
+    assert_eq!(rd(&mut m, Region::Config, 0x0e, 1), 0, "type-0 header");
+    assert_eq!(rd(&mut m, Region::Config, 0x3d, 1), 1, "INTA#");
+    assert_eq!(
+        cfg32(&mut m, 0x04) >> 16,
+        u32::from(config::STATUS_CAP_LIST)
+    );
+    assert_eq!(rd(&mut m, Region::Config, 0x34, 1), 0x40);
+    // MSI capability, 64-bit, one vector, last in the list.
+    assert_eq!(cfg32(&mut m, 0x40), 0x0080_0005);
+}
+
+#[test]
+fn read_only_config_fields_ignore_writes() {
+    let mut m = Model::new();
+    cfg_w32(&mut m, 0x00, 0xdead_beef);
+    cfg_w32(&mut m, 0x08, 0);
+    cfg_w32(&mut m, 0x2c, 0);
+    assert_eq!(cfg32(&mut m, 0x00), 0x0001_7072);
+    assert_eq!(cfg32(&mut m, 0x08), 0xff00_0001);
+    assert_eq!(cfg32(&mut m, 0x2c), 0x0001_7072);
+}
+
+#[test]
+fn bar_sizing_returns_size_masks() {
+    let mut m = Model::new();
+    for bar in 0..6u64 {
+        cfg_w32(&mut m, 0x10 + 4 * bar, 0xffff_ffff);
+    }
+    let masks: Vec<u32> = (0..6).map(|b| cfg32(&mut m, 0x10 + 4 * b)).collect();
+    assert_eq!(masks, [0xffff_f000, 0, 0xffff_0000, 0, 0, 0]);
+    // An address sticks, its low bits do not.
+    cfg_w32(&mut m, 0x10, 0xfebf_1234);
+    assert_eq!(cfg32(&mut m, 0x10), 0xfebf_1000);
+    // No expansion ROM.
+    cfg_w32(&mut m, 0x30, 0xffff_ffff);
+    assert_eq!(cfg32(&mut m, 0x30), 0);
+}
+
+#[test]
+fn command_register_keeps_only_implemented_bits() {
+    let mut m = Model::new();
+    cfg_w32(&mut m, 0x04, 0xffff_ffff);
+    assert_eq!(cfg32(&mut m, 0x04) & 0xffff, 0x0546);
+}
+
+#[test]
+fn whole_config_space_reads_in_one_access() {
+    let mut m = Model::new();
+    let mut all = [0u8; 256];
+    m.read(Region::Config, 0, &mut all, 0).unwrap();
+    assert_eq!(&all[..4], &[0x72, 0x70, 0x01, 0x00]);
+    assert_eq!(m.log().since(0).last().unwrap().value, None);
+}
+
+#[test]
+fn identification_and_scratch() {
+    let mut m = Model::new();
+    assert_eq!(r32(&mut m, MAGIC), MAGIC_VALUE);
+    assert_eq!(r32(&mut m, VERSION), VERSION_VALUE);
+    assert_eq!(r32(&mut m, SCRATCH), 0);
+    w32(&mut m, SCRATCH, 0x1234_5678);
+    assert_eq!(r32(&mut m, SCRATCH), 0x1234_5678);
+    w32(&mut m, MAGIC, 0);
+    assert_eq!(r32(&mut m, MAGIC), MAGIC_VALUE);
+    assert_eq!(m.counters().read_only, 1);
+}
+
+#[test]
+fn counter_increments_on_every_read() {
+    let mut m = Model::new();
+    assert_eq!(
+        (0..4).map(|_| r32(&mut m, COUNTER)).collect::<Vec<_>>(),
+        [0, 1, 2, 3]
+    );
+    // Writes do not reset it; a narrow read still has the side effect.
+    w32(&mut m, COUNTER, 0);
+    assert_eq!(rd(&mut m, Region::Bar0, COUNTER, 1), 4);
+    assert_eq!(r32(&mut m, COUNTER), 5);
+}
+
+#[test]
+fn crc32_operation() {
+    let mut m = Model::new();
+    m.write(Region::Bar2, 0x100, b"123456789", 0).unwrap();
+    assert_eq!(run(&mut m, OP_CRC32, 0x100, 9, 0), STATUS_DONE);
+    assert_eq!(r32(&mut m, RESULT), 0xcbf4_3926);
+    assert_eq!(r32(&mut m, INT_STATUS), INT_DONE);
+    assert_eq!(m.counters().commands, 1);
+}
+
+#[test]
+fn fill_and_invert_change_the_window() {
+    let mut m = Model::new();
+    assert_eq!(run(&mut m, OP_FILL, 16, 32, 0x1a5), STATUS_DONE);
+    assert_eq!(r32(&mut m, RESULT), crc32(&[0xa5; 32]));
+    assert_eq!(rd(&mut m, Region::Bar2, 16, 8), 0xa5a5_a5a5_a5a5_a5a5);
+    assert_eq!(rd(&mut m, Region::Bar2, 48, 1), 0);
+    assert_eq!(run(&mut m, OP_INVERT, 16, 32, 0), STATUS_DONE);
+    assert_eq!(rd(&mut m, Region::Bar2, 16, 4), 0x5a5a_5a5a);
+    assert_eq!(r32(&mut m, RESULT), crc32(&[0x5a; 32]));
+}
+
+#[test]
+fn whole_window_and_empty_ranges_are_valid() {
+    let mut m = Model::new();
+    assert_eq!(run(&mut m, OP_CRC32, 0, BAR2_SIZE as u32, 0), STATUS_DONE);
+    assert_eq!(r32(&mut m, RESULT), crc32(&vec![0; BAR2_SIZE as usize]));
+    assert_eq!(run(&mut m, OP_CRC32, BAR2_SIZE as u32, 0, 0), STATUS_DONE);
+    assert_eq!(r32(&mut m, RESULT), 0);
+}
+
+#[test]
+fn operation_errors_set_code_and_keep_result() {
+    let mut m = Model::new();
+    run(&mut m, OP_CRC32, 0, 4, 0);
+    let before = r32(&mut m, RESULT);
+    let err = |code: u32| STATUS_DONE | STATUS_ERROR | (code << STATUS_CODE_SHIFT);
+    assert_eq!(run(&mut m, 0, 0, 4, 0), err(ERR_BAD_OPCODE));
+    assert_eq!(run(&mut m, 99, 0, u32::MAX, 0), err(ERR_BAD_OPCODE));
+    assert_eq!(run(&mut m, OP_FILL, 0xfff0, 0x11, 0), err(ERR_BAD_RANGE));
+    assert_eq!(
+        run(&mut m, OP_FILL, u32::MAX, u32::MAX, 0),
+        err(ERR_BAD_RANGE)
+    );
+    assert_eq!(r32(&mut m, RESULT), before);
+    assert_eq!(r32(&mut m, INT_STATUS), INT_DONE | INT_ERROR);
+    assert_eq!(m.counters().command_errors, 4);
+    assert_eq!(
+        rd(&mut m, Region::Bar2, 0xfff0, 8),
+        0,
+        "failed fill wrote nothing"
+    );
+}
+
+#[test]
+fn interrupts_follow_status_and_enable() {
+    let mut m = Model::new();
+    w32(&mut m, INT_RAISE, INT_SOFT);
+    assert_eq!(r32(&mut m, INT_STATUS), INT_SOFT);
+    assert!(!m.intx_asserted(), "disabled sources do not interrupt");
+    w32(&mut m, INT_ENABLE, 0xffff_ffff);
+    assert_eq!(r32(&mut m, INT_ENABLE), INT_ALL);
+    assert!(m.intx_asserted(), "enabling a pending source interrupts");
+    assert_eq!(cfg32(&mut m, 0x04) >> 16 & 0x8, 0x8, "status.INTx");
+    assert_eq!(r32(&mut m, IRQ_COUNT), 1);
+    w32(&mut m, INT_RAISE, INT_SOFT);
+    assert_eq!(r32(&mut m, IRQ_COUNT), 1, "no new edge while pending");
+    w32(&mut m, INT_ACK, INT_SOFT);
+    assert!(!m.intx_asserted());
+    assert_eq!(cfg32(&mut m, 0x04) >> 16 & 0x8, 0);
+    run(&mut m, OP_CRC32, 0, 1, 0);
+    assert!(m.intx_asserted());
+    assert_eq!(r32(&mut m, IRQ_COUNT), 2);
+    assert_eq!(m.irq_edges(), 2);
+    assert_eq!(m.counters().irqs_raised, 2);
+}
+
+#[test]
+fn intx_disable_masks_the_pin_not_the_line() {
+    let mut m = Model::new();
+    w32(&mut m, INT_ENABLE, INT_SOFT);
+    w32(&mut m, INT_RAISE, INT_SOFT);
+    cfg_w32(&mut m, 0x04, u32::from(config::CMD_INTX_DISABLE));
+    assert!(!m.intx_asserted());
+    assert_eq!(cfg32(&mut m, 0x04) >> 16 & 0x8, 0x8);
+    cfg_w32(&mut m, 0x04, 0);
+    assert!(m.intx_asserted());
+}
+
+#[test]
+fn msi_enable_is_visible() {
+    let mut m = Model::new();
+    assert!(!m.msi_enabled());
+    cfg_w32(&mut m, 0x40, 0x0001_0000);
+    assert!(m.msi_enabled());
+    cfg_w32(&mut m, 0x44, 0xfee0_0003);
+    assert_eq!(cfg32(&mut m, 0x44), 0xfee0_0000);
+}
+
+#[test]
+fn soft_reset_restores_registers_and_window() {
+    let mut m = Model::new();
+    w32(&mut m, SCRATCH, 7);
+    r32(&mut m, COUNTER);
+    w32(&mut m, INT_ENABLE, INT_ALL);
+    run(&mut m, OP_FILL, 0, 16, 0xff);
+    cfg_w32(&mut m, 0x04, 0x2);
+    assert!(m.intx_asserted());
+    w32(&mut m, RESET, 2);
+    assert_eq!(r32(&mut m, SCRATCH), 7, "only RESET_KEY resets");
+    w32(&mut m, RESET, RESET_KEY);
+    assert_eq!(m.registers(), &Registers::default());
+    assert!(m.window().iter().all(|&b| b == 0));
+    assert!(!m.intx_asserted());
+    assert_eq!(cfg32(&mut m, 0x04) & 0xffff, 2, "config space survives");
+    assert_eq!(m.counters().resets, 1);
+    m.device_reset();
+    assert_eq!(cfg32(&mut m, 0x04) & 0xffff, 0);
+    assert_eq!(m.irq_edges(), 1, "edges are never reset");
+}
+
+#[test]
+fn narrow_and_wide_accesses() {
+    let mut m = Model::new();
+    w32(&mut m, SCRATCH, 0xaabb_ccdd);
+    assert_eq!(rd(&mut m, Region::Bar0, SCRATCH + 1, 1), 0xcc);
+    assert_eq!(rd(&mut m, Region::Bar0, SCRATCH + 2, 2), 0xaabb);
+    m.write(Region::Bar0, SCRATCH, &[0; 2], 0).unwrap();
+    assert_eq!(r32(&mut m, SCRATCH), 0xaabb_ccdd, "narrow writes drop");
+    // 8 bytes at SCRATCH: SCRATCH low, COUNTER high (with its side effect).
+    assert_eq!(rd(&mut m, Region::Bar0, SCRATCH, 8), 0xaabb_ccdd);
+    assert_eq!(r32(&mut m, COUNTER), 1);
+    m.write(
+        Region::Bar0,
+        OP_OFFSET,
+        &0x0000_0010_0000_0020u64.to_le_bytes(),
+        0,
+    )
+    .unwrap();
+    assert_eq!(r32(&mut m, OP_OFFSET), 0x20);
+    assert_eq!(r32(&mut m, OP_LENGTH), 0x10);
+    let c = m.counters();
+    assert_eq!((c.narrow, c.wide), (3, 2));
+}
+
+#[test]
+fn odd_accesses_are_harmless_and_counted() {
+    let mut m = Model::new();
+    w32(&mut m, SCRATCH, 5);
+    assert_eq!(r32(&mut m, 0x800), 0, "undefined");
+    w32(&mut m, 0x800, 1);
+    assert_eq!(rd(&mut m, Region::Bar0, SCRATCH + 1, 4), 0, "unaligned");
+    m.write(Region::Bar0, SCRATCH + 2, &[1, 2, 3, 4], 0)
+        .unwrap();
+    m.write(Region::Bar0, SCRATCH + 1, &[1, 2], 0).unwrap();
+    assert_eq!(rd(&mut m, Region::Bar0, SCRATCH, 3), 0, "bad size");
+    m.write(Region::Bar0, SCRATCH, &[], 0).unwrap();
+    m.write(Region::Bar0, SCRATCH, &[0; 16], 0).unwrap();
+    assert_eq!(r32(&mut m, SCRATCH), 5);
+    let c = m.counters().clone();
+    assert_eq!((c.undefined, c.unaligned, c.bad_size), (2, 3, 3));
+    // The last undefined word of the BAR, and past the end.
+    assert_eq!(r32(&mut m, BAR0_SIZE - 4), 0);
+    let mut b = [0u8; 4];
+    assert_eq!(
+        m.read(Region::Bar0, BAR0_SIZE - 2, &mut b, 0),
+        Err(AccessError::OutOfRange)
+    );
+    assert_eq!(
+        m.write(Region::Bar2, u64::MAX, &[1], 0),
+        Err(AccessError::OutOfRange)
+    );
+    assert_eq!(
+        m.read(Region::Config, 255, &mut b, 0),
+        Err(AccessError::OutOfRange)
+    );
+    assert_eq!(m.counters().out_of_range, 3);
+}
+
+#[test]
+fn bar2_takes_any_size_and_alignment() {
+    let mut m = Model::new();
+    let data: Vec<u8> = (0..=255).collect();
+    m.write(Region::Bar2, 3, &data, 0).unwrap();
+    assert_eq!(rd(&mut m, Region::Bar2, 4, 2), 0x0201);
+    let mut back = vec![0u8; 256];
+    m.read(Region::Bar2, 3, &mut back, 0).unwrap();
+    assert_eq!(back, data);
+    assert_eq!(m.window()[3..259], data[..]);
+}
+
+#[test]
+fn all_ones_knob_is_surprise_removal() {
+    let mut m = Model::new();
+    w32(&mut m, INT_ENABLE, INT_ALL);
+    w32(&mut m, INT_RAISE, INT_SOFT);
+    assert!(m.intx_asserted());
+    set(&mut m, |k| k.all_ones = true);
+    assert!(!m.intx_asserted(), "a removed device interrupts no more");
+    assert_eq!(r32(&mut m, MAGIC), u32::MAX);
+    assert_eq!(cfg32(&mut m, 0), u32::MAX);
+    assert_eq!(rd(&mut m, Region::Bar2, 0, 8), u64::MAX);
+    assert_eq!(rd(&mut m, Region::Bar0, 1, 2), 0xffff);
+    w32(&mut m, SCRATCH, 9);
+    assert_eq!(m.counters().removed, 5);
+    set(&mut m, |k| k.all_ones = false);
+    assert_eq!(r32(&mut m, SCRATCH), 0, "writes while removed dropped");
+    assert_eq!(
+        r32(&mut m, COUNTER),
+        0,
+        "no read side effects while removed"
+    );
+    assert!(m.intx_asserted(), "back: pending status interrupts again");
+}
+
+#[test]
+fn force_error_knob() {
+    let mut m = Model::new();
+    set(&mut m, |k| k.force_error = true);
+    let s = run(&mut m, OP_CRC32, 0, 4, 0);
+    assert_eq!(
+        s,
+        STATUS_DONE | STATUS_ERROR | (ERR_FORCED << STATUS_CODE_SHIFT)
+    );
+    set(&mut m, |k| k.force_error = false);
+    assert_eq!(run(&mut m, OP_CRC32, 0, 4, 0), STATUS_DONE);
+}
+
+#[test]
+fn stuck_busy_knob_holds_operation_until_cleared() {
+    let mut m = Model::new();
+    w32(&mut m, INT_ENABLE, INT_DONE);
+    set(&mut m, |k| k.stuck_busy = true);
+    m.write(Region::Bar2, 0, b"123456789", 0).unwrap();
+    assert_eq!(run(&mut m, OP_CRC32, 0, 9, 0), STATUS_BUSY);
+    // Parameters are latched: changing them or ringing again changes nothing.
+    w32(&mut m, OP_LENGTH, 1);
+    w32(&mut m, CMD, OP_FILL);
+    assert_eq!(r32(&mut m, STATUS), STATUS_BUSY);
+    assert_eq!(m.counters().doorbell_busy, 1);
+    assert!(!m.intx_asserted());
+    set(&mut m, |k| k.stuck_busy = false);
+    assert_eq!(r32(&mut m, STATUS), STATUS_DONE);
+    assert_eq!(r32(&mut m, RESULT), 0xcbf4_3926);
+    assert!(m.intx_asserted(), "completion on knob clear interrupts");
+}
+
+#[test]
+fn stuck_busy_operation_is_abandoned_by_reset() {
+    let mut m = Model::new();
+    set(&mut m, |k| k.stuck_busy = true);
+    assert_eq!(run(&mut m, OP_FILL, 0, 4, 0xff), STATUS_BUSY);
+    w32(&mut m, RESET, RESET_KEY);
+    set(&mut m, |k| k.stuck_busy = false);
+    assert_eq!(r32(&mut m, STATUS), 0);
+    assert_eq!(rd(&mut m, Region::Bar2, 0, 4), 0);
+}
+
+#[test]
+fn drop_irqs_knob_loses_the_edge() {
+    let mut m = Model::new();
+    w32(&mut m, INT_ENABLE, INT_ALL);
+    set(&mut m, |k| k.drop_irqs = true);
+    run(&mut m, OP_CRC32, 0, 4, 0);
+    assert_eq!(r32(&mut m, INT_STATUS), INT_DONE, "status still latched");
+    assert!(!m.intx_asserted());
+    assert_eq!(r32(&mut m, IRQ_COUNT), 0);
+    set(&mut m, |k| k.drop_irqs = false);
+    assert!(!m.intx_asserted(), "a dropped interrupt stays lost");
+    w32(&mut m, INT_ACK, INT_ALL);
+    run(&mut m, OP_CRC32, 0, 4, 0);
+    assert!(m.intx_asserted());
+    let c = m.counters();
+    assert_eq!((c.irqs_dropped, c.irqs_raised), (1, 1));
+}
+
+#[test]
+fn wrong_id_knob() {
+    let mut m = Model::new();
+    set(&mut m, |k| k.wrong_id = true);
+    assert_eq!(r32(&mut m, MAGIC), WRONG_MAGIC_VALUE);
+    assert_eq!(r32(&mut m, VERSION), WRONG_VERSION_VALUE);
+    assert_eq!(cfg32(&mut m, 0), 0x0001_7072, "config ids unchanged");
+}
+
+#[test]
+fn knobs_survive_resets() {
+    let mut m = Model::new();
+    set(&mut m, |k| k.latency_ns = 5000);
+    w32(&mut m, RESET, RESET_KEY);
+    m.device_reset();
+    assert_eq!(m.knobs().latency_ns, 5000);
+}
+
+#[test]
+fn log_records_every_access_in_order() {
+    let mut m = Model::new();
+    m.write(Region::Bar0, SCRATCH, &7u32.to_le_bytes(), 100)
+        .unwrap();
+    let mut b = [0u8; 4];
+    m.read(Region::Bar0, COUNTER, &mut b, 200).unwrap();
+    m.read(Region::Bar0, 0x801, &mut b[..2], 300).unwrap();
+    let _ = m.read(Region::Bar2, BAR2_SIZE, &mut b, 400);
+    let log: Vec<_> = m.log().since(0).cloned().collect();
+    assert_eq!(log.len(), 4);
+    assert_eq!(
+        log[0],
+        Access {
+            seq: 1,
+            time_ns: 100,
+            region: Region::Bar0,
+            offset: SCRATCH,
+            size: 4,
+            value: Some(7),
+            kind: Kind::Write,
+            class: Class::Ok,
+        }
+    );
+    assert_eq!(
+        (log[1].seq, log[1].kind, log[1].value),
+        (2, Kind::Read, Some(0))
+    );
+    assert_eq!(log[2].class, Class::Unaligned);
+    assert_eq!(
+        (log[3].class, log[3].region),
+        (Class::OutOfRange, Region::Bar2)
+    );
+    assert_eq!(m.log().since(2).map(|a| a.seq).collect::<Vec<_>>(), [3, 4]);
+    assert_eq!(m.log().since(4).count(), 0);
+    m.clear_log();
+    assert!(m.log().is_empty());
+    m.read(Region::Bar0, MAGIC, &mut b, 500).unwrap();
+    assert_eq!(m.log().since(0).next().unwrap().seq, 5, "numbering goes on");
+}
+
+#[test]
+fn full_log_drops_oldest_and_counts() {
+    let mut m = Model::with_log_capacity(3);
+    for _ in 0..5 {
+        r32(&mut m, MAGIC);
+    }
+    assert_eq!(
+        m.log().since(0).map(|a| a.seq).collect::<Vec<_>>(),
+        [3, 4, 5]
+    );
+    assert_eq!(m.counters().log_overflow, 2);
+    assert_eq!(m.counters().bar0_reads, 5);
+}
+
+#[test]
+fn access_serializes_as_documented() {
+    let mut m = Model::new();
+    w32(&mut m, SCRATCH, 0x10);
+    let a = m.log().since(0).next().unwrap();
+    assert_eq!(
+        serde_json::to_string(a).unwrap(),
+        r#"{"seq":1,"time_ns":0,"region":"bar0","offset":8,"size":4,"value":16,"kind":"write","class":"ok"}"#
+    );
+}
