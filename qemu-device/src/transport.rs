@@ -1,0 +1,290 @@
+//! The vfio-user transport: hands QEMU's region accesses to the model and turns the model's
+//! interrupt state into eventfd signals. Everything device-like lives in the model.
+
+use crate::control::{lock, Target};
+use crate::model::{Model, Region, BAR0_SIZE, BAR2_SIZE};
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use vfio_bindings::bindings::vfio::*;
+use vfio_user::{DmaMapFlags, DmaUnmapFlags, IrqInfo, Server, ServerBackend, ServerRegion};
+
+/// The model plus what the transport needs to deliver its interrupts.
+pub struct Device {
+    pub model: Model,
+    intx: Option<File>,
+    /// VFIO INTx is automasked: after one signal, wait for QEMU's UNMASK (sent at the guest's
+    /// next BAR access) before signalling again.
+    intx_masked: bool,
+    msi: Option<File>,
+    /// The model's edge count the last MSI was sent for.
+    msi_sent: u64,
+    /// Held only so QEMU's error/request notifiers have a live eventfd; never signalled.
+    _err: Option<File>,
+    _req: Option<File>,
+}
+
+impl Device {
+    pub fn new(model: Model) -> Self {
+        Self {
+            model,
+            intx: None,
+            intx_masked: false,
+            msi: None,
+            msi_sent: 0,
+            _err: None,
+            _req: None,
+        }
+    }
+
+    /// Signals QEMU if the model's interrupt state calls for it. Runs after every change.
+    pub fn sync_irqs(&mut self) {
+        let edges = self.model.irq_edges();
+        if let Some(fd) = &self.msi {
+            if edges != self.msi_sent {
+                signal(fd);
+            }
+        } else if let Some(fd) = &self.intx {
+            if !self.intx_masked && self.model.intx_asserted() {
+                signal(fd);
+                self.intx_masked = true;
+            }
+        }
+        // Edges seen while MSI was off are INTx's business, not a late MSI.
+        self.msi_sent = edges;
+    }
+
+    /// Which interrupt mode QEMU set up, for logs and the control socket.
+    pub fn irq_mode(&self) -> &'static str {
+        match (&self.msi, &self.intx) {
+            (Some(_), _) => "msi",
+            (None, Some(_)) => "intx",
+            _ => "none",
+        }
+    }
+
+    fn set_irqs(&mut self, index: u32, flags: u32, start: u32, count: u32, fds: Vec<File>) {
+        let action = flags & VFIO_IRQ_SET_ACTION_TYPE_MASK;
+        let data = flags & VFIO_IRQ_SET_DATA_TYPE_MASK;
+        log::debug!("set_irqs index {index} flags {flags:#x} start {start} count {count}");
+        match (index, action) {
+            (VFIO_PCI_INTX_IRQ_INDEX, VFIO_IRQ_SET_ACTION_UNMASK) => self.intx_masked = false,
+            (VFIO_PCI_INTX_IRQ_INDEX, VFIO_IRQ_SET_ACTION_MASK) => self.intx_masked = true,
+            (_, VFIO_IRQ_SET_ACTION_TRIGGER) if data == VFIO_IRQ_SET_DATA_EVENTFD => {
+                let fd = fds.into_iter().next();
+                match index {
+                    VFIO_PCI_INTX_IRQ_INDEX => {
+                        self.intx = fd;
+                        self.intx_masked = false;
+                    }
+                    VFIO_PCI_MSI_IRQ_INDEX => self.msi = fd,
+                    VFIO_PCI_ERR_IRQ_INDEX => self._err = fd,
+                    VFIO_PCI_REQ_IRQ_INDEX => self._req = fd,
+                    _ => {}
+                }
+            }
+            // DATA_NONE with count 0 tears the index down; with a count it fires it once.
+            (_, VFIO_IRQ_SET_ACTION_TRIGGER) if count == 0 => match index {
+                VFIO_PCI_INTX_IRQ_INDEX => self.intx = None,
+                VFIO_PCI_MSI_IRQ_INDEX => self.msi = None,
+                VFIO_PCI_ERR_IRQ_INDEX => self._err = None,
+                VFIO_PCI_REQ_IRQ_INDEX => self._req = None,
+                _ => {}
+            },
+            (_, VFIO_IRQ_SET_ACTION_TRIGGER) => {
+                let fd = match index {
+                    VFIO_PCI_INTX_IRQ_INDEX => &self.intx,
+                    VFIO_PCI_MSI_IRQ_INDEX => &self.msi,
+                    _ => &None,
+                };
+                if let Some(fd) = fd {
+                    signal(fd);
+                }
+            }
+            _ => log::warn!("set_irqs: ignoring index {index} flags {flags:#x}"),
+        }
+        self.sync_irqs();
+    }
+}
+
+impl Target for Device {
+    fn model(&mut self) -> &mut Model {
+        &mut self.model
+    }
+
+    fn changed(&mut self) {
+        self.sync_irqs();
+    }
+}
+
+fn signal(fd: &File) {
+    // An eventfd takes an 8-byte count. It can only fail if the counter would overflow,
+    // and then QEMU has a signal pending anyway.
+    let _ = (&*fd).write(&1u64.to_ne_bytes());
+}
+
+/// CLOCK_MONOTONIC in ns: comparable with other processes' monotonic timestamps.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes the timespec we pass, which outlives the call.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn region_of(index: u32) -> io::Result<Region> {
+    match index {
+        VFIO_PCI_BAR0_REGION_INDEX => Ok(Region::Bar0),
+        VFIO_PCI_BAR2_REGION_INDEX => Ok(Region::Bar2),
+        VFIO_PCI_CONFIG_REGION_INDEX => Ok(Region::Config),
+        _ => Err(io::Error::from(io::ErrorKind::InvalidInput)),
+    }
+}
+
+/// The crate's backend: the shared device behind a lock the control socket shares too.
+pub struct Backend(pub Arc<Mutex<Device>>);
+
+impl Backend {
+    fn access(
+        &mut self,
+        index: u32,
+        f: impl FnOnce(&mut Model, Region, u64) -> Result<(), crate::model::AccessError>,
+    ) -> io::Result<()> {
+        let region = region_of(index)?;
+        let (result, latency) = {
+            let mut d = lock(&self.0);
+            let result = f(&mut d.model, region, monotonic_ns());
+            d.sync_irqs();
+            let latency = match region {
+                Region::Config => 0,
+                _ => d.model.knobs().latency_ns,
+            };
+            (result, latency)
+        };
+        // Sleep without the lock, so the control socket stays responsive.
+        if latency > 0 {
+            std::thread::sleep(Duration::from_nanos(latency));
+        }
+        result.map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
+    }
+}
+
+impl ServerBackend for Backend {
+    fn region_read(&mut self, region: u32, offset: u64, data: &mut [u8]) -> io::Result<()> {
+        self.access(region, |m, r, now| m.read(r, offset, data, now))
+    }
+
+    fn region_write(&mut self, region: u32, offset: u64, data: &[u8]) -> io::Result<()> {
+        self.access(region, |m, r, now| m.write(r, offset, data, now))
+    }
+
+    fn dma_map(
+        &mut self,
+        _flags: DmaMapFlags,
+        _offset: u64,
+        _address: u64,
+        _size: u64,
+        _fd: Option<File>,
+    ) -> io::Result<()> {
+        // The device does no DMA; QEMU announces guest memory anyway.
+        Ok(())
+    }
+
+    fn dma_unmap(&mut self, _flags: DmaUnmapFlags, _address: u64, _size: u64) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn reset(&mut self) -> io::Result<()> {
+        let mut d = lock(&self.0);
+        d.model.device_reset();
+        d.intx_masked = false;
+        d.sync_irqs();
+        Ok(())
+    }
+
+    fn set_irqs(
+        &mut self,
+        index: u32,
+        flags: u32,
+        start: u32,
+        count: u32,
+        fds: Vec<File>,
+    ) -> io::Result<()> {
+        lock(&self.0).set_irqs(index, flags, start, count, fds);
+        Ok(())
+    }
+}
+
+fn region(index: u32, size: u64) -> ServerRegion {
+    let flags = if size > 0 {
+        VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE
+    } else {
+        0
+    };
+    ServerRegion {
+        region_info: vfio_region_info {
+            argsz: std::mem::size_of::<vfio_region_info>() as u32,
+            flags,
+            index,
+            cap_offset: 0,
+            size,
+            offset: 0,
+        },
+        sparse_areas: Vec::new(),
+        mmap_fd: None,
+    }
+}
+
+/// All nine VFIO PCI regions, in index order (the crate looks them up by position).
+pub fn regions() -> Vec<ServerRegion> {
+    (0..VFIO_PCI_NUM_REGIONS)
+        .map(|i| {
+            let size = match i {
+                VFIO_PCI_BAR0_REGION_INDEX => BAR0_SIZE,
+                VFIO_PCI_BAR2_REGION_INDEX => BAR2_SIZE,
+                VFIO_PCI_CONFIG_REGION_INDEX => crate::model::config::CONFIG_SIZE as u64,
+                _ => 0,
+            };
+            region(i, size)
+        })
+        .collect()
+}
+
+/// All five VFIO PCI interrupt indices: INTx, one MSI vector, no MSI-X, and error/request
+/// notifiers so QEMU can wire its own (we never signal them).
+pub fn irqs() -> Vec<IrqInfo> {
+    let info = |index, flags, count| IrqInfo {
+        index,
+        flags,
+        count,
+    };
+    vec![
+        info(
+            VFIO_PCI_INTX_IRQ_INDEX,
+            VFIO_IRQ_INFO_EVENTFD | VFIO_IRQ_INFO_MASKABLE | VFIO_IRQ_INFO_AUTOMASKED,
+            1,
+        ),
+        info(
+            VFIO_PCI_MSI_IRQ_INDEX,
+            VFIO_IRQ_INFO_EVENTFD | VFIO_IRQ_INFO_NORESIZE,
+            1,
+        ),
+        info(VFIO_PCI_MSIX_IRQ_INDEX, 0, 0),
+        info(VFIO_PCI_ERR_IRQ_INDEX, VFIO_IRQ_INFO_EVENTFD, 1),
+        info(VFIO_PCI_REQ_IRQ_INDEX, VFIO_IRQ_INFO_EVENTFD, 1),
+    ]
+}
+
+/// Binds the vfio-user socket (it must not exist yet).
+pub fn bind(path: &Path) -> Result<Server, vfio_user::Error> {
+    Server::new(path, true, irqs(), regions())
+}
+
+/// Serves one client until it disconnects.
+pub fn run(server: &Server, device: Arc<Mutex<Device>>) -> Result<(), vfio_user::Error> {
+    server.run(&mut Backend(device))
+}
