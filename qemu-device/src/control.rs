@@ -1,0 +1,310 @@
+//! The control protocol: one JSON object per line in, one per line out (see REGISTERS.md,
+//! "Control socket"). [`handle_line`] is pure; [`serve`] puts it on a Unix socket.
+
+use crate::model::{Knobs, Model};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Longer request lines are refused (and skipped) rather than buffered without bound.
+pub const MAX_LINE: usize = 64 * 1024;
+
+/// Knobs to change; the ones left out keep their value.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KnobUpdate {
+    all_ones: Option<bool>,
+    force_error: Option<bool>,
+    latency_ns: Option<u64>,
+    stuck_busy: Option<bool>,
+    drop_irqs: Option<bool>,
+    wrong_id: Option<bool>,
+}
+
+// Unit-like variants are written `{}` so that deny_unknown_fields covers them too.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "cmd", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Request {
+    Ping {},
+    Knobs {},
+    SetKnobs(KnobUpdate),
+    ClearKnobs {},
+    State {},
+    Counters {},
+    ResetCounters {},
+    Log {
+        #[serde(default)]
+        since: u64,
+        limit: Option<usize>,
+    },
+    ResetLog {},
+}
+
+/// Answers one request line. Never fails: errors are replies too.
+pub fn handle_line(model: &mut Model, line: &str) -> Value {
+    match serde_json::from_str::<Request>(line) {
+        Ok(req) => handle(model, req),
+        Err(e) => json!({ "ok": false, "error": e.to_string() }),
+    }
+}
+
+pub fn handle(model: &mut Model, req: Request) -> Value {
+    match req {
+        Request::Ping {} => json!({ "ok": true }),
+        Request::Knobs {} => json!({ "ok": true, "knobs": model.knobs() }),
+        Request::SetKnobs(u) => {
+            let old = model.knobs().clone();
+            let new = Knobs {
+                all_ones: u.all_ones.unwrap_or(old.all_ones),
+                force_error: u.force_error.unwrap_or(old.force_error),
+                latency_ns: u.latency_ns.unwrap_or(old.latency_ns),
+                stuck_busy: u.stuck_busy.unwrap_or(old.stuck_busy),
+                drop_irqs: u.drop_irqs.unwrap_or(old.drop_irqs),
+                wrong_id: u.wrong_id.unwrap_or(old.wrong_id),
+            };
+            model.set_knobs(new);
+            json!({ "ok": true, "knobs": model.knobs() })
+        }
+        Request::ClearKnobs {} => {
+            model.set_knobs(Knobs::default());
+            json!({ "ok": true, "knobs": model.knobs() })
+        }
+        Request::State {} => json!({ "ok": true, "state": model.state() }),
+        Request::Counters {} => json!({ "ok": true, "counters": model.counters() }),
+        Request::ResetCounters {} => {
+            model.reset_counters();
+            json!({ "ok": true })
+        }
+        Request::Log { since, limit } => {
+            let entries: Vec<_> = model
+                .log()
+                .since(since)
+                .take(limit.unwrap_or(usize::MAX))
+                .collect();
+            json!({ "ok": true, "next_seq": model.log().next_seq(), "entries": entries })
+        }
+        Request::ResetLog {} => {
+            model.clear_log();
+            json!({ "ok": true, "next_seq": model.log().next_seq() })
+        }
+    }
+}
+
+/// What the socket server controls: the model, plus a hook to run after every request
+/// (the transport uses it to deliver interrupts a knob change raised).
+pub trait Target: Send + 'static {
+    fn model(&mut self) -> &mut Model;
+    fn changed(&mut self) {}
+}
+
+/// Locks, carrying on past a panicked holder: the model is always in a consistent state
+/// between calls, so a poisoned lock is no reason to stop serving.
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Serves clients until the listener fails, one thread per client.
+pub fn serve<T: Target>(listener: UnixListener, target: Arc<Mutex<T>>) -> io::Result<()> {
+    for stream in listener.incoming() {
+        let stream = stream?;
+        let target = target.clone();
+        std::thread::spawn(move || {
+            if let Err(e) = serve_client(stream, &target) {
+                log::warn!("control client: {e}");
+            }
+        });
+    }
+    Ok(())
+}
+
+fn serve_client<T: Target>(stream: UnixStream, target: &Mutex<T>) -> io::Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut writer = stream;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = (&mut reader)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut line)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let reply = if line.len() > MAX_LINE {
+            skip_line(&mut reader)?;
+            json!({ "ok": false, "error": format!("line longer than {MAX_LINE} bytes") })
+        } else {
+            let text = String::from_utf8_lossy(&line);
+            let text = text.trim();
+            if text.is_empty() {
+                continue;
+            }
+            let mut t = lock(target);
+            let reply = handle_line(t.model(), text);
+            t.changed();
+            reply
+        };
+        let mut out = serde_json::to_vec(&reply)?;
+        out.push(b'\n');
+        writer.write_all(&out)?;
+    }
+}
+
+fn skip_line(reader: &mut impl BufRead) -> io::Result<()> {
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => {
+                reader.consume(i + 1);
+                return Ok(());
+            }
+            None => {
+                let n = buf.len();
+                reader.consume(n);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{bar0, Region};
+
+    fn ask(m: &mut Model, line: &str) -> Value {
+        handle_line(m, line)
+    }
+
+    #[test]
+    fn ping_and_errors() {
+        let mut m = Model::new();
+        assert_eq!(ask(&mut m, r#"{"cmd":"ping"}"#), json!({"ok": true}));
+        for bad in [
+            "",
+            "not json",
+            "{}",
+            "[]",
+            r#"{"cmd":"frobnicate"}"#,
+            r#"{"cmd":"ping","extra":1}"#,
+            r#"{"cmd":"set_knobs","all_onez":true}"#,
+            r#"{"cmd":"set_knobs","latency_ns":-1}"#,
+            r#"{"cmd":"log","since":"x"}"#,
+        ] {
+            let r = ask(&mut m, bad);
+            assert_eq!(r["ok"], false, "{bad}: {r}");
+            assert!(r["error"].is_string());
+        }
+    }
+
+    #[test]
+    fn set_knobs_is_partial_and_clear_knobs_clears() {
+        let mut m = Model::new();
+        let r = ask(&mut m, r#"{"cmd":"set_knobs","all_ones":true}"#);
+        assert_eq!(r["knobs"]["all_ones"], true);
+        let r = ask(
+            &mut m,
+            r#"{"cmd":"set_knobs","latency_ns":1000,"wrong_id":true}"#,
+        );
+        assert_eq!(r["knobs"]["all_ones"], true);
+        assert_eq!(r["knobs"]["latency_ns"], 1000);
+        assert_eq!(m.knobs().latency_ns, 1000);
+        assert!(m.knobs().wrong_id);
+        ask(&mut m, r#"{"cmd":"clear_knobs"}"#);
+        assert_eq!(m.knobs(), &Knobs::default());
+        let r = ask(&mut m, r#"{"cmd":"knobs"}"#);
+        assert_eq!(r["knobs"], serde_json::to_value(Knobs::default()).unwrap());
+    }
+
+    #[test]
+    fn log_since_limit_and_reset() {
+        let mut m = Model::new();
+        let mut b = [0u8; 4];
+        for t in 0..5 {
+            m.read(Region::Bar0, bar0::COUNTER, &mut b, t).unwrap();
+        }
+        let r = ask(&mut m, r#"{"cmd":"log"}"#);
+        assert_eq!(r["entries"].as_array().unwrap().len(), 5);
+        assert_eq!(r["entries"][4]["value"], 4);
+        assert_eq!(r["next_seq"], 6);
+        let r = ask(&mut m, r#"{"cmd":"log","since":2,"limit":2}"#);
+        let seqs: Vec<_> = r["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["seq"].clone())
+            .collect();
+        assert_eq!(seqs, [json!(3), json!(4)]);
+        let r = ask(&mut m, r#"{"cmd":"reset_log"}"#);
+        assert_eq!(r["next_seq"], 6);
+        let r = ask(&mut m, r#"{"cmd":"log"}"#);
+        assert_eq!(r["entries"], json!([]));
+    }
+
+    #[test]
+    fn counters_and_state() {
+        let mut m = Model::new();
+        let mut b = [0u8; 2];
+        m.read(Region::Bar0, 1, &mut b, 0).unwrap();
+        let r = ask(&mut m, r#"{"cmd":"counters"}"#);
+        assert_eq!(r["counters"]["unaligned"], 1);
+        assert_eq!(r["counters"]["bar0_reads"], 1);
+        ask(&mut m, r#"{"cmd":"reset_counters"}"#);
+        assert_eq!(m.counters().bar0_reads, 0);
+        let r = ask(&mut m, r#"{"cmd":"state"}"#);
+        assert_eq!(r["state"]["intx_line"], false);
+        assert_eq!(r["state"]["registers"]["scratch"], 0);
+    }
+
+    struct Plain(Model, usize);
+    impl Target for Plain {
+        fn model(&mut self) -> &mut Model {
+            &mut self.0
+        }
+        fn changed(&mut self) {
+            self.1 += 1;
+        }
+    }
+
+    #[test]
+    fn socket_survives_garbage() {
+        let dir = std::env::temp_dir().join(format!("qd-ctl-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("ctl");
+        let listener = UnixListener::bind(&path).unwrap();
+        let target = Arc::new(Mutex::new(Plain(Model::new(), 0)));
+        let t = target.clone();
+        std::thread::spawn(move || serve(listener, t));
+
+        let mut s = UnixStream::connect(&path).unwrap();
+        let long = vec![b'x'; MAX_LINE + 10];
+        s.write_all(b"garbage\n\n{\"cmd\":\"nope\"}\n").unwrap();
+        s.write_all(&long).unwrap();
+        s.write_all(b"\n{\"cmd\":\"set_knobs\",\"stuck_busy\":true}\n")
+            .unwrap();
+        s.write_all(&[0xff, 0xfe, b'\n']).unwrap();
+        s.write_all(b"{\"cmd\":\"ping\"}\n").unwrap();
+        let replies: Vec<Value> = BufReader::new(s.try_clone().unwrap())
+            .lines()
+            .take(6)
+            .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+            .collect();
+        let oks: Vec<_> = replies.iter().map(|r| r["ok"].as_bool().unwrap()).collect();
+        assert_eq!(oks, [false, false, false, true, false, true]);
+        assert!(replies[2]["error"].as_str().unwrap().contains("longer"));
+        assert!(lock(&target).0.knobs().stuck_busy);
+        // A second client is served while the first stays connected.
+        let mut s2 = UnixStream::connect(&path).unwrap();
+        s2.write_all(b"{\"cmd\":\"ping\"}\n").unwrap();
+        let mut l = String::new();
+        BufReader::new(s2).read_line(&mut l).unwrap();
+        assert_eq!(l, "{\"ok\":true}\n");
+        assert_eq!(lock(&target).1, 6, "changed() after every answered request");
+        drop(s);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
