@@ -29,6 +29,8 @@ pub fn parse(text: &str, file: &str) -> Vec<Wanted> {
                 let (n, v) = line.split_once('=')?;
                 (n, Some(v.to_string()))
             };
+            // `=n` and "is not set" mean the same to Kconfig.
+            let value = value.filter(|v| v != "n");
             name.starts_with("CONFIG_").then(|| Wanted {
                 name: name.to_string(),
                 value,
@@ -105,6 +107,14 @@ mod tests {
             .iter()
             .any(|l| l.starts_with("CONFIG_BAR wanted not set but got =y")));
         assert!(bad.iter().any(|l| l.contains("base.config:5")));
+    }
+
+    #[test]
+    fn equals_n_means_not_set() {
+        let w = parse("CONFIG_KUNIT_DEFAULT_ENABLED=n\n", "base.config");
+        assert!(unmet(&w, "# CONFIG_KUNIT_DEFAULT_ENABLED is not set\n").is_empty());
+        assert!(unmet(&w, "").is_empty());
+        assert_eq!(unmet(&w, "CONFIG_KUNIT_DEFAULT_ENABLED=y\n").len(), 1);
     }
 
     #[test]
