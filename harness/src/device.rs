@@ -86,7 +86,8 @@ impl DeviceServer {
             log,
         };
         let deadline = Instant::now() + Duration::from_secs(10);
-        while server.request(json!({"cmd": "ping"})).is_err() {
+        // QEMU needs the vfio-user socket, the harness the control socket.
+        while !server.socket.exists() || server.request(json!({"cmd": "ping"})).is_err() {
             if let Some(status) = server.child.try_wait()? {
                 bail!(
                     "the device server exited at start ({status}); see {}",
@@ -192,7 +193,7 @@ fn number(s: &str) -> Option<u64> {
 }
 
 pub fn parse_claim(line: &str) -> Option<Claimed> {
-    let mut w = line.strip_prefix("# mmio ")?.split_whitespace();
+    let mut w = line.trim_end().strip_prefix("# mmio ")?.split_whitespace();
     let kind = match w.next()? {
         "r" => "read",
         "w" => "write",

@@ -382,6 +382,31 @@ pub fn build(paths: &Paths, tc: &Toolchain, arch: Arch, flavor: &Flavor) -> Resu
     Ok(Kernel { arch, src, build })
 }
 
+/// Builds the out-of-tree module in `dir` (a Kbuild file and its sources)
+/// against `kernel`. Kbuild writes objects next to the sources, so it builds
+/// in a copy under the build directory, refreshed file by file (unchanged
+/// files keep their mtimes and are not rebuilt). Returns the `.ko`.
+pub fn build_external(tc: &Toolchain, kernel: &Kernel, dir: &Path, name: &str) -> Result<PathBuf> {
+    let copy = kernel.build.join("pci-rig-external").join(name);
+    std::fs::create_dir_all(&copy)?;
+    for file in walk(dir)? {
+        let to = copy.join(file.strip_prefix(dir)?);
+        let bytes = std::fs::read(&file)?;
+        if std::fs::read(&to).ok().as_ref() != Some(&bytes) {
+            std::fs::create_dir_all(to.parent().unwrap())?;
+            std::fs::write(&to, bytes)?;
+        }
+    }
+    let mut cmd = make(tc, &kernel.src, &kernel.build, kernel.arch);
+    cmd.arg(format!("M={}", copy.display())).arg("modules");
+    run_make(
+        cmd,
+        &copy.join("pci-rig-make.log"),
+        &format!("module {name} ({})", kernel.arch),
+    )?;
+    Ok(copy.join(format!("{name}.ko")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@ pub mod build_errors;
 pub mod console;
 pub mod cpio;
 pub mod device;
+pub mod driver;
 pub mod image;
 pub mod kconfig;
 pub mod kernel;

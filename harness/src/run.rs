@@ -3,7 +3,7 @@
 //! arch, writing report.json and junit.xml into a fresh run folder.
 
 use crate::arch::Arch;
-use crate::console::Splat;
+use crate::console::{self, Splat};
 use crate::device::{self, DeviceServer, Stopped};
 use crate::image;
 use crate::kernel::{self, Flavor, Kernel};
@@ -14,6 +14,7 @@ use crate::report::{self, Outcome, Verdict};
 use crate::scenario::{self, Cause, Scenario};
 use crate::Paths;
 use anyhow::{bail, Context, Result};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -48,25 +49,29 @@ pub fn setup(paths: &Paths, arches: &[Arch]) -> Result<Toolchain> {
     Ok(tc)
 }
 
-/// Builds the kernel and writes an initramfs into `out` (the run folder, so
-/// concurrent runs never share one).
+/// Builds the kernel (and our driver, when `with_driver`) and writes an
+/// initramfs into `out` (the run folder, so concurrent runs never share one).
 pub fn prepare(
     paths: &Paths,
     tc: &Toolchain,
     arch: Arch,
     flavor: &Flavor,
     out: &Path,
+    with_driver: bool,
 ) -> Result<Prepared> {
-    let kernel = {
-        // Two runs at once share the cache: one builds while the other waits.
-        let lock = std::fs::File::create(paths.cache.join("build.lock"))?;
-        if lock.try_lock().is_err() {
-            eprintln!("kernel: another pci-rig run is building; waiting for it");
-            lock.lock()?;
-        }
-        kernel::build(paths, tc, arch, flavor)?
-    };
-    let modules: Vec<PathBuf> = MODULES.iter().map(|m| kernel.module(m)).collect();
+    // Two runs at once share the cache: one builds while the other waits.
+    let lock = std::fs::File::create(paths.cache.join("build.lock"))?;
+    if lock.try_lock().is_err() {
+        eprintln!("kernel: another pci-rig run is building; waiting for it");
+        lock.lock()?;
+    }
+    let kernel = kernel::build(paths, tc, arch, flavor)?;
+    let driver = paths.root.join("guest-kernel/driver");
+    let mut modules: Vec<PathBuf> = MODULES.iter().map(|m| kernel.module(m)).collect();
+    if with_driver {
+        modules.push(kernel::build_external(tc, &kernel, &driver, "pci_rig")?);
+    }
+    drop(lock);
     let initrd = out.join(format!("{arch}-initramfs.cpio"));
     image::build(
         &image::Contents {
@@ -88,7 +93,7 @@ pub fn prepare(
 pub fn interactive(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<()> {
     let tc = provision::ensure(paths, &[arch])?;
     let run_dir = new_run_dir(paths)?;
-    let p = prepare(paths, &tc, arch, flavor, &run_dir)?;
+    let p = prepare(paths, &tc, arch, flavor, &run_dir, true)?;
     let bin = device::build_server(paths)?;
     let dir = boot_dir(&run_dir.join(format!("{arch}-shell")))?;
     let server = DeviceServer::start(&bin, &dir, &qemu::socket_dir(&dir)?)?;
@@ -154,7 +159,22 @@ impl Rig<'_> {
         if let Some(server) = &server {
             g.extra_args = vec!["-device".into(), server.qemu_device()];
         }
-        let console = g.run(s.timeout, |_, _| Ok(()));
+        let mut actions = std::fs::File::create(dir.join("host-actions.log"))?;
+        let console = g.run(s.timeout, |line, _qmp| {
+            // `pcirig: device {json}` asks the host to send a control request
+            // (e.g. set a fault knob) to the device server.
+            if let Some(req) = console::strip_timestamp(line).strip_prefix("pcirig: device ") {
+                let reply = match (&server, serde_json::from_str(req)) {
+                    (Some(server), Ok(req)) => server
+                        .request(req)
+                        .map_or_else(|e| format!("error: {e:#}"), |r| r.to_string()),
+                    (None, _) => "error: no device attached".to_string(),
+                    (_, Err(e)) => format!("error: not JSON: {e}"),
+                };
+                writeln!(actions, "{req} -> {reply}")?;
+            }
+            Ok(())
+        });
         let stopped = server.map(DeviceServer::stop).transpose()?;
         if sockets != dir {
             let _ = std::fs::remove_dir_all(&sockets);
@@ -301,7 +321,8 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
     };
     for &arch in &opts.arches {
         let started = Instant::now();
-        let prepared = prepare(paths, &tc, arch, &opts.flavor, &dir);
+        let with_driver = opts.scenarios.iter().any(|s| s.driver.is_some());
+        let prepared = prepare(paths, &tc, arch, &opts.flavor, &dir, with_driver);
         for s in &opts.scenarios {
             let log = dir.join(format!("{arch}-{}", s.name));
             let t = Instant::now();

@@ -3,7 +3,8 @@
 //! the absence of any splat and a clean poweroff all have to agree.
 
 use crate::console::{self, Splat};
-use crate::device::{self, Claimed, Stopped};
+use crate::device::{self, Access, Claimed, Stopped};
+use crate::driver;
 use crate::ktap::{self, Line};
 use crate::kunit;
 use crate::qemu::Console;
@@ -21,6 +22,38 @@ pub struct Scenario {
     pub kind: Kind,
     /// Whether our device server is attached for this boot.
     pub device: bool,
+    /// What our driver must have done, judged from its lines and the device log.
+    pub driver: Option<DriverExpect>,
+}
+
+/// Expectations on the driver (guest-kernel/driver) for one boot.
+#[derive(Clone, Copy, Debug)]
+pub struct DriverExpect {
+    pub probes: usize,
+    pub removes: usize,
+    /// Probes refused because identification was wrong (`step identify FAIL`).
+    pub refused: usize,
+    /// Every `# mmio` access the driver reports must be in the device log.
+    pub mmio: bool,
+    /// After `remove_done`, the device log shows no BAR access; the worker
+    /// stopped because remove() asked; the kept handle was refused.
+    pub unbind: bool,
+}
+
+const fn driver(
+    probes: usize,
+    removes: usize,
+    refused: usize,
+    mmio: bool,
+    unbind: bool,
+) -> Option<DriverExpect> {
+    Some(DriverExpect {
+        probes,
+        removes,
+        refused,
+        mmio,
+        unbind,
+    })
 }
 
 impl Scenario {
@@ -34,6 +67,7 @@ impl Scenario {
             kernel_lines: &[],
             kind: Kind::Runner,
             device: false,
+            driver: None,
         }
     }
 }
@@ -63,6 +97,7 @@ pub const BOOT: Scenario = Scenario {
     ],
     kind: Kind::Runner,
     device: false,
+    driver: None,
 };
 
 pub const KUNIT: Scenario = Scenario {
@@ -73,6 +108,7 @@ pub const KUNIT: Scenario = Scenario {
     kernel_lines: &[],
     kind: Kind::Kunit,
     device: false,
+    driver: None,
 };
 
 /// Boots broken guests on purpose; passes iff the harness judges each one
@@ -85,6 +121,7 @@ pub const HARNESS_SELFTEST: Scenario = Scenario {
     kernel_lines: &[],
     kind: Kind::SelfTest,
     device: false,
+    driver: None,
 };
 
 /// Registers read and written from the guest through the BARs, no driver;
@@ -97,9 +134,76 @@ pub const DEVICE: Scenario = Scenario {
     kernel_lines: &[],
     kind: Kind::Device,
     device: true,
+    driver: None,
 };
 
-pub const ALL: &[&Scenario] = &[&BOOT, &KUNIT, &DEVICE, &HARNESS_SELFTEST];
+const fn driver_scenario(
+    name: &'static str,
+    about: &'static str,
+    timeout: u64,
+    expect: Option<DriverExpect>,
+) -> Scenario {
+    Scenario {
+        name,
+        about,
+        timeout: Duration::from_secs(timeout),
+        cmdline: "",
+        kernel_lines: &[],
+        kind: Kind::Runner,
+        device: true,
+        driver: expect,
+    }
+}
+
+pub const PROBE: Scenario = driver_scenario(
+    "probe",
+    "insmod pci_rig: identify and every self-test step pass, the device is bound",
+    180,
+    driver(1, 0, 0, false, false),
+);
+pub const MMIO: Scenario = driver_scenario(
+    "mmio",
+    "every MMIO access the driver reports is in the device's log, in order, with its value",
+    180,
+    driver(1, 0, 0, true, false),
+);
+pub const UNBIND: Scenario = driver_scenario(
+    "unbind",
+    "sysfs unbind: remove runs once, the worker stops, a kept handle is refused, no device access after remove",
+    180,
+    driver(1, 1, 0, true, true),
+);
+pub const REBIND: Scenario = driver_scenario(
+    "rebind",
+    "unbind then bind again: a second clean probe",
+    180,
+    driver(2, 1, 0, true, false),
+);
+pub const MODULES: Scenario = driver_scenario(
+    "modules",
+    "insmod/rmmod 50 times with the device present; no leaked region in /proc/iomem",
+    600,
+    driver(50, 50, 0, false, false),
+);
+pub const PROBE_ERROR: Scenario = driver_scenario(
+    "probe-error",
+    "wrong identification (device knob): probe fails cleanly, BAR released; cleared: the driver binds",
+    180,
+    driver(1, 0, 1, false, false),
+);
+
+pub const ALL: &[&Scenario] = &[
+    &BOOT,
+    &KUNIT,
+    &DEVICE,
+    &PROBE,
+    &MMIO,
+    &UNBIND,
+    &REBIND,
+    &MODULES,
+    &PROBE_ERROR,
+    &HARNESS_SELFTEST,
+];
 
 pub fn find(name: &str) -> Result<&'static Scenario, String> {
     ALL.iter().copied().find(|s| s.name == name).ok_or_else(|| {
@@ -228,6 +332,12 @@ pub fn judge(s: &Scenario, c: &Console, device: Option<&Stopped>) -> Judgement {
             claims.len()
         );
     }
+    if let Some(want) = s.driver {
+        match judge_driver(&want, &c.lines, device.map_or(&[][..], |d| &d.log[..])) {
+            Ok(summary) => backed.push_str(&summary),
+            Err(e) => return Judgement::fail(Cause::Device, e),
+        }
+    }
     Judgement {
         verdict: Verdict::Pass,
         cause: None,
@@ -239,6 +349,85 @@ pub fn judge(s: &Scenario, c: &Console, device: Option<&Stopped>) -> Judgement {
             c.elapsed.as_secs_f64()
         ),
     }
+}
+
+/// The driver did what `want` says, and the device log agrees.
+fn judge_driver(want: &DriverExpect, lines: &[String], log: &[Access]) -> Result<String, String> {
+    let r = driver::report(lines);
+    let counts = [
+        ("probe_done", want.probes),
+        ("remove_done", want.removes),
+        ("remove_begin", want.removes),
+    ];
+    for (event, n) in counts {
+        if r.count(event) != n {
+            return Err(format!(
+                "driver printed `event {event}` {} times, expected {n}",
+                r.count(event)
+            ));
+        }
+    }
+    let refused = r
+        .steps
+        .iter()
+        .filter(|(n, ok)| n == "identify" && !ok)
+        .count();
+    if refused != want.refused {
+        return Err(format!(
+            "driver refused identification {refused} times, expected {}",
+            want.refused
+        ));
+    }
+    let failed: Vec<&str> = r
+        .failed_steps()
+        .into_iter()
+        .filter(|n| *n != "identify")
+        .collect();
+    if !failed.is_empty() {
+        return Err(format!(
+            "driver self-test steps failed: {}",
+            failed.join(", ")
+        ));
+    }
+    let claims = driver::claims(lines);
+    let mut summary = format!(
+        ", driver: {} probes, {} removes, {} steps ok",
+        want.probes,
+        want.removes,
+        r.steps.len() - refused
+    );
+    if want.mmio {
+        device::match_claims(&claims, log)?;
+        summary.push_str(&format!(
+            ", all {} driver MMIO accesses in the device log",
+            claims.len()
+        ));
+    }
+    if want.unbind {
+        let late = driver::accesses_after_remove(lines, log)?;
+        if let Some(a) = late.first() {
+            return Err(format!(
+                "{} BAR accesses after remove_done, first: {a:?}",
+                late.len()
+            ));
+        }
+        let stopped = r.event("worker_stopped").unwrap_or("");
+        if !stopped.starts_with("reason=Asked") {
+            return Err(format!(
+                "the worker did not stop on remove's request: `{stopped}`"
+            ));
+        }
+        if r.event("kept_handle") != Some("refused") {
+            return Err(format!(
+                "a handle kept across unbind was not refused: {:?}",
+                r.event("kept_handle")
+            ));
+        }
+        summary.push_str(&format!(
+            ", worker {stopped}, kept handle refused, 0 BAR accesses after remove"
+        ));
+    }
+    Ok(summary)
 }
 
 /// Every KUnit suite ran all it announced, and everything passed.
@@ -415,6 +604,6 @@ mod tests {
     fn unknown_scenarios_name_the_valid_ones() {
         assert!(find("boot").is_ok());
         let e = find("nope").err().unwrap();
-        assert!(e.contains("boot, kunit, device, harness-selftest"), "{e}");
+        assert!(e.contains("boot, kunit, device, probe, mmio, unbind, rebind, modules, probe-error, harness-selftest"), "{e}");
     }
 }

@@ -3,11 +3,7 @@
 # reported as `# mmio r|w REGION OFFSET SIZE VALUE`; the host finds each one,
 # in order and with its value, in the device's own access log.
 ktap_plan 11
-dev=
-for d in /sys/bus/pci/devices/*; do
-    [ "$(cat "$d/vendor")" = 0x7072 ] && [ "$(cat "$d/device")" = 0x0001 ] && dev=$d
-done
-check device_present test -n "$dev"
+check device_present find_dev
 if [ -n "$dev" ]; then
     echo 1 > "$dev/enable"
     bar0=$(( $(sed -n 1p "$dev/resource" | cut -d' ' -f1) ))

@@ -109,7 +109,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
             let tc = run::setup(&paths, &arch.0)?;
             let out = run::new_run_dir(&paths)?;
             for a in arch.0 {
-                let p = run::prepare(&paths, &tc, a, &flavor(debug), &out)?;
+                let p = run::prepare(&paths, &tc, a, &flavor(debug), &out, true)?;
                 eprintln!("build: {a}: {} + {}", p.image.display(), p.initrd.display());
             }
         }
