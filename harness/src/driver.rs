@@ -147,6 +147,18 @@ mod tests {
         assert_eq!((c[1].kind, c[1].offset, c[1].value), ("write", 0x50, 1));
     }
 
+    /// The driver is safe code only: the compiler enforces it through
+    /// `#![forbid(unsafe_code)]`, and no `unsafe` may appear even in a comment
+    /// that could hide a later edit.
+    #[test]
+    fn the_driver_forbids_unsafe_code() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-kernel/driver");
+        let src = std::fs::read_to_string(dir.join("pci_rig.rs")).unwrap();
+        assert!(src.contains("#![forbid(unsafe_code)]"));
+        let uses: Vec<&str> = src.lines().filter(|l| l.contains("unsafe") && !l.contains("forbid(unsafe_code)")).collect();
+        assert!(uses.is_empty(), "{uses:?}");
+    }
+
     #[test]
     fn finds_accesses_after_remove() {
         let quiet = vec![
