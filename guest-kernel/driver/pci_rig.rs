@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Driver for pci-rig's emulated PCI device (`qemu-device/REGISTERS.md`), written only against
-//! the safe abstractions of `guest-kernel/rust`: no `unsafe` anywhere in this crate.
+//! the safe abstractions of `guest-kernel/rust`: safe code only, enforced below.
 //!
 //! Probe checks the device's identity, runs an MMIO self-test and starts a worker that keeps
 //! reading the device until `remove()` stops it or access is refused. Everything it does is
