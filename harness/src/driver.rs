@@ -155,7 +155,10 @@ mod tests {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-kernel/driver");
         let src = std::fs::read_to_string(dir.join("pci_rig.rs")).unwrap();
         assert!(src.contains("#![forbid(unsafe_code)]"));
-        let uses: Vec<&str> = src.lines().filter(|l| l.contains("unsafe") && !l.contains("forbid(unsafe_code)")).collect();
+        let uses: Vec<&str> = src
+            .lines()
+            .filter(|l| l.contains("unsafe") && !l.contains("forbid(unsafe_code)"))
+            .collect();
         assert!(uses.is_empty(), "{uses:?}");
     }
 

@@ -600,6 +600,68 @@ mod tests {
         );
     }
 
+    fn access(seq: u64, offset: u64, value: u64, kind: &str) -> Access {
+        Access {
+            seq,
+            time_ns: seq,
+            region: "bar0".into(),
+            offset,
+            size: 4,
+            value: Some(value),
+            kind: kind.into(),
+            class: "ok".into(),
+        }
+    }
+
+    #[test]
+    fn unbind_needs_a_quiet_device_a_stopped_worker_and_a_refused_handle() {
+        let lines: Vec<String> = [
+            "pci_rig 0000:01:00.0: event probe_begin",
+            "pci_rig 0000:01:00.0: # mmio r bar0 0x0 4 0x70726967",
+            "pci_rig 0000:01:00.0: step identify ok magic=0x70726967",
+            "pci_rig 0000:01:00.0: event probe_done",
+            "pci_rig 0000:01:00.0: event remove_begin",
+            "pci_rig 0000:01:00.0: event worker_stopped reason=Asked accesses=40",
+            "pci_rig 0000:01:00.0: # mmio w bar0 0x50 4 0x1",
+            "pci_rig 0000:01:00.0: event remove_done",
+            "pci_rig 0000:01:00.0: event kept_handle refused",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let want = UNBIND.driver.unwrap();
+        let log = vec![
+            access(1, 0, 0x7072_6967, "read"),
+            access(2, 0, 0x7072_6967, "read"),
+            access(3, 0x50, 1, "write"),
+        ];
+        let ok = judge_driver(&want, &lines, &log).unwrap();
+        assert!(ok.contains("0 BAR accesses after remove"), "{ok}");
+
+        let mut late = log.clone();
+        late.push(access(4, 0, 0x7072_6967, "read"));
+        assert!(judge_driver(&want, &lines, &late)
+            .unwrap_err()
+            .contains("1 BAR accesses after remove_done"));
+
+        let mut refused = lines.clone();
+        refused[5] = "pci_rig 0000:01:00.0: event worker_stopped reason=Refused accesses=40".into();
+        assert!(judge_driver(&want, &refused, &log)
+            .unwrap_err()
+            .contains("did not stop on remove's request"));
+
+        let mut leaked = lines.clone();
+        leaked.pop();
+        assert!(judge_driver(&want, &leaked, &log)
+            .unwrap_err()
+            .contains("kept across unbind"));
+
+        // The driver's word alone is not enough: its accesses must be in the log.
+        assert!(judge_driver(&want, &lines, &log[2..])
+            .unwrap_err()
+            .contains("not in the device log"));
+    }
+
     #[test]
     fn unknown_scenarios_name_the_valid_ones() {
         assert!(find("boot").is_ok());
