@@ -1,0 +1,792 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! PCI devices and drivers.
+//!
+//! A driver implements [`Driver`] (its id table, the info attached to each entry, its per-device
+//! data, `probe` and `remove`) and declares its module with
+//! [`module_pci_driver!`](crate::module_pci_driver), or keeps a
+//! [`driver::Registration`](crate::driver::Registration) of [`Adapter`] itself. It needs no
+//! `unsafe`: BARs are mapped as [`Devres`]`<`[`Bar`]`>`, which stop being accessible when the
+//! device is unbound.
+//!
+//! C header: [`include/linux/pci.h`](srctree/include/linux/pci.h)
+//!
+//! # Examples
+//!
+//! A driver for QEMU's `pci-testdev` (1b36:0005). Registering it binds the device if there is
+//! one (start QEMU with `-device pci-testdev`; this test expects it); its probe gets the info of
+//! the entry that matched, maps BAR 0 and keeps it; unbinding revokes the mapping, and the region
+//! is free again for the next bind.
+//!
+//! ```
+//! use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+//! use kernel::{
+//!     c_str,
+//!     devres::Devres,
+//!     driver::Registration,
+//!     pci::{self, Bar},
+//!     sync::Arc,
+//!     types::ForeignOwnable,
+//! };
+//!
+//! static PROBED_INFO: AtomicU32 = AtomicU32::new(0);
+//! static REMOVED: AtomicU32 = AtomicU32::new(0);
+//! // The probe leaves a reference to its BAR here so the test can try it after unbind.
+//! static STASH: AtomicPtr<core::ffi::c_void> = AtomicPtr::new(core::ptr::null_mut());
+//!
+//! struct TestDriver;
+//!
+//! kernel::pci_device_table!(TEST_TABLE, u32, [
+//!     (pci::DeviceId::from_id(0x1af4, 0x7fff), 1), // no such device
+//!     (pci::DeviceId::from_id(0x1b36, 0x0005), 2), // pci-testdev
+//! ]);
+//!
+//! impl pci::Driver for TestDriver {
+//!     type IdInfo = u32;
+//!     const ID_TABLE: pci::IdTable<u32> = TEST_TABLE;
+//!     type Data = Arc<Devres<Bar<16>>>;
+//!
+//!     fn probe(pdev: &pci::Device, info: &u32) -> Result<Self::Data> {
+//!         kernel::dev_info!(pdev, "probe {:04x}:{:04x} info {}\n",
+//!                           pdev.vendor_id(), pdev.device_id(), info);
+//!         PROBED_INFO.store(*info, Ordering::SeqCst);
+//!         pdev.enable_device_mem()?;
+//!         pdev.set_master();
+//!         // BAR 1 is an I/O port BAR: refused.
+//!         assert_eq!(pdev.iomap_region(1, c_str!("rust_doctest_pci")).err(), Some(EINVAL));
+//!         let bar = Arc::new(pdev.iomap_region_sized::<16>(0, c_str!("rust_doctest_pci"))?,
+//!                            GFP_KERNEL)?;
+//!         let io = bar.try_access().ok_or(ENXIO)?;
+//!         assert!(io.maxsize() >= 16);
+//!         let _ = io.readl(0); // a build-time checked access
+//!         assert_eq!(io.try_readl(io.maxsize()), Err(EINVAL));
+//!         drop(io);
+//!         STASH.store(bar.clone().into_foreign().cast_mut(), Ordering::SeqCst);
+//!         Ok(bar)
+//!     }
+//!
+//!     fn remove(pdev: &pci::Device, data: &Self::Data) {
+//!         assert!(data.try_access().is_some());
+//!         kernel::dev_dbg!(pdev, "remove\n");
+//!         REMOVED.fetch_add(1, Ordering::SeqCst);
+//!     }
+//! }
+//!
+//! // SAFETY: Built-in code has no module of its own; null is what it uses.
+//! static MODULE: ThisModule = unsafe { ThisModule::from_ptr(core::ptr::null_mut()) };
+//!
+//! for round in 1..=2 {
+//!     let reg = KBox::pin_init(
+//!         Registration::<pci::Adapter<TestDriver>>::new(c_str!("rust_doctest_pci"), &MODULE),
+//!         GFP_KERNEL,
+//!     )?;
+//!     // Probing is synchronous: the entry that matched gave its info.
+//!     assert_eq!(PROBED_INFO.swap(0, Ordering::SeqCst), 2);
+//!     drop(reg); // unbinds
+//!     assert_eq!(REMOVED.load(Ordering::SeqCst), round);
+//!     // SAFETY: The probe stored a reference made by `Arc::into_foreign`, taken back only here.
+//!     let bar = unsafe {
+//!         Arc::<Devres<Bar<16>>>::from_foreign(STASH.swap(core::ptr::null_mut(), Ordering::SeqCst))
+//!     };
+//!     // Unbinding revoked the mapping although a reference to it survives.
+//!     assert!(bar.try_access().is_none());
+//! }
+//! # Ok::<(), Error>(())
+//! ```
+//!
+//! A probe that fails: the driver core gets its errno, and what it set up is undone. A BAR kept
+//! beyond the failed probe is revoked, and its region is free again for the next probe.
+//!
+//! ```
+//! use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+//! use kernel::{
+//!     c_str,
+//!     devres::Devres,
+//!     driver::Registration,
+//!     pci::{self, Bar},
+//!     sync::Arc,
+//!     types::ForeignOwnable,
+//! };
+//!
+//! static PROBES: AtomicU32 = AtomicU32::new(0);
+//! static STASH: AtomicPtr<core::ffi::c_void> = AtomicPtr::new(core::ptr::null_mut());
+//!
+//! struct Failing;
+//!
+//! kernel::pci_device_table!(FAILING_IDS, (), [(pci::DeviceId::from_id(0x1b36, 0x0005), ())]);
+//!
+//! impl pci::Driver for Failing {
+//!     type IdInfo = ();
+//!     const ID_TABLE: pci::IdTable<()> = FAILING_IDS;
+//!     type Data = ();
+//!
+//!     fn probe(pdev: &pci::Device, _info: &()) -> Result {
+//!         PROBES.fetch_add(1, Ordering::SeqCst);
+//!         pdev.enable_device_mem()?;
+//!         let bar = pdev.iomap_region_sized::<16>(0, c_str!("rust_doctest_pci_fail"))?;
+//!         // The region is taken: the C errno comes back unchanged.
+//!         assert_eq!(pdev.iomap_region(0, c_str!("rust_doctest_pci_fail")).err(), Some(EBUSY));
+//!         let bar = Arc::new(bar, GFP_KERNEL)?;
+//!         STASH.store(bar.into_foreign().cast_mut(), Ordering::SeqCst);
+//!         Err(ENODEV)
+//!     }
+//! }
+//!
+//! // SAFETY: Built-in code has no module of its own; null is what it uses.
+//! static MODULE: ThisModule = unsafe { ThisModule::from_ptr(core::ptr::null_mut()) };
+//!
+//! for round in 1..=2 {
+//!     // The failed probe does not fail the registration.
+//!     let reg = KBox::pin_init(
+//!         Registration::<pci::Adapter<Failing>>::new(c_str!("rust_doctest_pci_fail"), &MODULE),
+//!         GFP_KERNEL,
+//!     )?;
+//!     // The second round could map BAR 0 again: the first released it.
+//!     assert_eq!(PROBES.load(Ordering::SeqCst), round);
+//!     // SAFETY: The probe stored a reference made by `Arc::into_foreign`, taken back only here.
+//!     let bar = unsafe {
+//!         Arc::<Devres<Bar<16>>>::from_foreign(STASH.swap(core::ptr::null_mut(), Ordering::SeqCst))
+//!     };
+//!     assert!(bar.try_access().is_none());
+//!     drop(reg);
+//! }
+//! # Ok::<(), Error>(())
+//! ```
+
+use crate::{
+    alloc::flags::GFP_KERNEL,
+    bindings, device,
+    device_id::{self, RawDeviceId},
+    devres::Devres,
+    driver,
+    error::{
+        code::{EINVAL, ENODEV, ENOMEM},
+        to_result, Result,
+    },
+    ffi::{c_int, c_void},
+    io::{Io, IoRaw},
+    str::CStr,
+    types::{ARef, ForeignOwnable, Opaque},
+    ThisModule,
+};
+use core::{marker::PhantomData, ops::Deref, ptr::NonNull};
+
+/// Matches any vendor, device, subvendor or subdevice (C's `PCI_ANY_ID`).
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(kernel::pci::DeviceId::from_class(0, 0).device(), kernel::pci::ANY_ID);
+/// ```
+pub const ANY_ID: u32 = !0;
+
+/// Number of standard BARs (C's `PCI_STD_NUM_BARS`); BAR indices are `0..STD_NUM_BARS`.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(kernel::pci::STD_NUM_BARS, kernel::bindings::PCI_STD_NUM_BARS);
+/// ```
+pub const STD_NUM_BARS: u32 = 6;
+
+/// A PCI device id: an entry of a driver's id table (C's `struct pci_device_id`).
+///
+/// Build tables of them with [`pci_device_table!`](crate::pci_device_table); the table stores each
+/// entry's index in `driver_data`, so `driver_data` cannot be set here.
+///
+/// # Examples
+///
+/// ```
+/// use kernel::pci::DeviceId;
+///
+/// let id = DeviceId::from_id(0x1b36, 0x0005);
+/// assert_eq!((id.vendor(), id.device()), (0x1b36, 0x0005));
+/// let class = DeviceId::from_class(0x0c0330, 0xffffff); // xHCI controllers
+/// assert_eq!(class.vendor(), kernel::pci::ANY_ID);
+/// ```
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+pub struct DeviceId(bindings::pci_device_id);
+
+impl DeviceId {
+    /// Matches vendor and device, any subsystem ids and class.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let id = kernel::pci::DeviceId::from_id(0x8086, 0x10d3);
+    /// assert_eq!(id.device(), 0x10d3);
+    /// ```
+    pub const fn from_id(vendor: u32, device: u32) -> Self {
+        Self(bindings::pci_device_id {
+            vendor,
+            device,
+            subvendor: ANY_ID,
+            subdevice: ANY_ID,
+            class: 0,
+            class_mask: 0,
+            driver_data: 0,
+            override_only: 0,
+        })
+    }
+
+    /// Matches any device whose class code, masked with `class_mask`, equals `class`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let id = kernel::pci::DeviceId::from_class(0xff0000, 0xff0000); // class "other"
+    /// assert_eq!(id.class(), (0xff0000, 0xff0000));
+    /// ```
+    pub const fn from_class(class: u32, class_mask: u32) -> Self {
+        Self(bindings::pci_device_id {
+            vendor: ANY_ID,
+            device: ANY_ID,
+            subvendor: ANY_ID,
+            subdevice: ANY_ID,
+            class,
+            class_mask,
+            driver_data: 0,
+            override_only: 0,
+        })
+    }
+
+    /// Returns the vendor id to match ([`ANY_ID`] for any).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(kernel::pci::DeviceId::from_id(1, 2).vendor(), 1);
+    /// ```
+    pub const fn vendor(&self) -> u32 {
+        self.0.vendor
+    }
+
+    /// Returns the device id to match ([`ANY_ID`] for any).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(kernel::pci::DeviceId::from_id(1, 2).device(), 2);
+    /// ```
+    pub const fn device(&self) -> u32 {
+        self.0.device
+    }
+
+    /// Returns the class and class mask to match.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(kernel::pci::DeviceId::from_id(1, 2).class(), (0, 0));
+    /// ```
+    pub const fn class(&self) -> (u32, u32) {
+        (self.0.class, self.0.class_mask)
+    }
+}
+
+// SAFETY: `DeviceId` is a transparent wrapper of `struct pci_device_id`; all zeroes is the end of
+// a PCI id table; `driver_data` is a `kernel_ulong_t` (the size of `usize`) that the PCI core only
+// copies, and passes in the matched id to probe.
+unsafe impl RawDeviceId for DeviceId {
+    const DRIVER_DATA_OFFSET: usize = core::mem::offset_of!(bindings::pci_device_id, driver_data);
+}
+
+/// A PCI driver's id table with info of type `U` per entry.
+pub type IdTable<U> = device_id::IdTable<DeviceId, U>;
+
+/// Declares a PCI id table constant `$table` with info of type `$info_ty` per entry.
+///
+/// The entries are `(DeviceId, info)` pairs. The ids go into read-only data, ending in a zero
+/// entry; in a module they are exported as `__mod_pci__$table_device_table` for `modpost`, which
+/// makes module aliases from them.
+///
+/// # Examples
+///
+/// ```
+/// use kernel::pci::DeviceId;
+///
+/// kernel::pci_device_table!(IDS, &'static str, [
+///     (DeviceId::from_id(0x1b36, 0x0005), "testdev"),
+///     (DeviceId::from_class(0xff0000, 0xff0000), "other"),
+/// ]);
+///
+/// assert_eq!(IDS.ids().len(), 2);
+/// assert_eq!(IDS.info(1), Some(&"other"));
+/// ```
+#[macro_export]
+macro_rules! pci_device_table {
+    ($table:ident, $info_ty:ty, [ $($entries:tt)* ]) => {
+        $crate::define_id_table!($table, "pci", $crate::pci::DeviceId, $info_ty, [ $($entries)* ]);
+    };
+}
+
+/// A PCI driver.
+///
+/// # Examples
+///
+/// See the [module documentation](self).
+///
+/// ```
+/// use kernel::pci;
+///
+/// struct Nop;
+///
+/// kernel::pci_device_table!(NOP_IDS, (), [(pci::DeviceId::from_id(0xffff, 0xfffe), ())]);
+///
+/// impl pci::Driver for Nop {
+///     type IdInfo = ();
+///     const ID_TABLE: pci::IdTable<()> = NOP_IDS;
+///     type Data = ();
+///
+///     fn probe(_pdev: &pci::Device, _info: &()) -> Result {
+///         Ok(())
+///     }
+/// }
+/// ```
+pub trait Driver {
+    /// The info attached to each id table entry, passed to [`Driver::probe`].
+    type IdInfo: 'static;
+
+    /// The ids this driver binds to.
+    const ID_TABLE: IdTable<Self::IdInfo>;
+
+    /// The per-device data returned by probe, dropped after [`Driver::remove`].
+    type Data: ForeignOwnable + Send + Sync + 'static;
+
+    /// Binds the driver to `pdev`, which matched the entry whose info is `info`.
+    ///
+    /// Returning an error fails the bind with that error's errno; what was set up through
+    /// [`Devres`] or [`Device::enable_device_mem`] is undone.
+    fn probe(pdev: &Device, info: &Self::IdInfo) -> Result<Self::Data>;
+
+    /// Unbinds the driver from `pdev` (the device may already be gone); `data` is dropped after
+    /// this returns, then the device's [`Devres`] values are revoked.
+    fn remove(pdev: &Device, data: &Self::Data) {
+        let _ = (pdev, data);
+    }
+}
+
+/// Registers a [`Driver`] with the PCI core: the [`driver::RegistrationOps`] of PCI.
+///
+/// # Examples
+///
+/// ```
+/// # fn f<T: kernel::pci::Driver + 'static>(module: &'static ThisModule) -> Result {
+/// use kernel::{driver::Registration, pci};
+/// let _reg = KBox::pin_init(
+///     Registration::<pci::Adapter<T>>::new(kernel::c_str!("my_driver"), module),
+///     GFP_KERNEL,
+/// )?;
+/// # Ok(()) }
+/// ```
+pub struct Adapter<T: Driver>(PhantomData<T>);
+
+// SAFETY: `register` leaves the driver registered only when `__pci_register_driver` succeeds, and
+// `pci_unregister_driver` unbinds all devices and removes the driver, after which the PCI core no
+// longer uses it.
+unsafe impl<T: Driver + 'static> driver::RegistrationOps for Adapter<T> {
+    type RegType = bindings::pci_driver;
+
+    unsafe fn register(
+        reg: &Opaque<bindings::pci_driver>,
+        name: &'static CStr,
+        module: &'static ThisModule,
+    ) -> Result {
+        let pdrv = reg.get();
+        // SAFETY: `pdrv` is valid, zeroed and not registered (the caller's promise), so we may
+        // fill it in; the id table is a `'static` sentinel-terminated array of
+        // `pci_device_id` (`DeviceId` is transparent); `name` is `'static`.
+        unsafe {
+            (*pdrv).name = name.as_char_ptr();
+            (*pdrv).probe = Some(Self::probe_callback);
+            (*pdrv).remove = Some(Self::remove_callback);
+            (*pdrv).id_table = T::ID_TABLE.as_ptr().cast();
+        }
+        // SAFETY: `pdrv` is filled in and pinned; `module` is this code's module.
+        to_result(unsafe {
+            bindings::__pci_register_driver(pdrv, module.as_ptr(), name.as_char_ptr())
+        })
+    }
+
+    unsafe fn unregister(reg: &Opaque<bindings::pci_driver>) {
+        // SAFETY: The caller promises that `reg` was registered and not unregistered since.
+        unsafe { bindings::pci_unregister_driver(reg.get()) }
+    }
+}
+
+impl<T: Driver + 'static> Adapter<T> {
+    extern "C" fn probe_callback(
+        pdev: *mut bindings::pci_dev,
+        id: *const bindings::pci_device_id,
+    ) -> c_int {
+        // SAFETY: The PCI core passes a valid device that stays valid (and bound to us if we
+        // succeed) at least until `remove_callback`; the reference lives only during probe.
+        let dev = unsafe { &*pdev.cast::<Device>() };
+        // SAFETY: The PCI core passes the matched id, valid during probe; `DeviceId` is a
+        // transparent wrapper of `pci_device_id`.
+        let id = unsafe { &*id.cast::<DeviceId>() };
+        // Ids from our table hold their index. Dynamic ids (`new_id`) must reuse a `driver_data`
+        // of the table; `driver_override` matches give index 0.
+        let Some(info) = T::ID_TABLE.info(id.index()) else {
+            return ENODEV.to_errno();
+        };
+        if let Err(err) = crate::devres::binding_begin(dev.as_ref()) {
+            return err.to_errno();
+        }
+        match T::probe(dev, info) {
+            Ok(data) => {
+                // SAFETY: `pdev` is valid; drvdata is ours while bound and is taken back in
+                // `remove_callback`.
+                unsafe { bindings::pci_set_drvdata(pdev, data.into_foreign().cast_mut()) };
+                0
+            }
+            Err(err) => {
+                crate::devres::binding_end(dev.as_ref());
+                err.to_errno()
+            }
+        }
+    }
+
+    extern "C" fn remove_callback(pdev: *mut bindings::pci_dev) {
+        // SAFETY: The PCI core passes a valid device bound to this driver.
+        let dev = unsafe { &*pdev.cast::<Device>() };
+        // SAFETY: `pdev` is valid; `probe_callback` succeeded (else there is no remove), so
+        // drvdata holds the `T::Data` it stored with `into_foreign`, taken back only here.
+        let data = unsafe { T::Data::from_foreign(bindings::pci_get_drvdata(pdev)) };
+        T::remove(dev, &data);
+        drop(data);
+        // One grace period for all `Devres` of this binding; their release functions follow.
+        crate::devres::binding_end(dev.as_ref());
+    }
+}
+
+/// Declares a module that registers one PCI [`Driver`].
+///
+/// Takes the fields of [`module!`](crate::prelude::module), where `type` is the driver.
+///
+/// # Examples
+///
+/// ```ignore
+/// kernel::module_pci_driver! {
+///     type: MyDriver,
+///     name: "my_pci_driver",
+///     author: "Someone",
+///     description: "Drives my device",
+///     license: "GPL",
+/// }
+/// ```
+#[macro_export]
+macro_rules! module_pci_driver {
+    (type: $type:ty, $($f:tt)*) => {
+        $crate::module_driver!($crate::pci::Adapter<$type>, { type: $type, $($f)* });
+    };
+}
+
+/// A PCI device (C's `struct pci_dev`).
+///
+/// # Invariants
+///
+/// A `Device` is a valid `struct pci_dev`, reference-counted: `pci_dev_get` keeps it alive until
+/// the matching `pci_dev_put`.
+///
+/// # Examples
+///
+/// ```
+/// fn describe(pdev: &kernel::pci::Device) {
+///     kernel::dev_info!(pdev, "{:04x}:{:04x}\n", pdev.vendor_id(), pdev.device_id());
+/// }
+/// ```
+#[repr(transparent)]
+pub struct Device(Opaque<bindings::pci_dev>);
+
+// SAFETY: A `struct pci_dev` may be used and released from any thread.
+unsafe impl Send for Device {}
+
+// SAFETY: The methods taking `&self` use C functions that do their own locking, or read fields
+// fixed at enumeration.
+unsafe impl Sync for Device {}
+
+// SAFETY: `pci_dev_get`/`pci_dev_put` count references of the embedded `struct device`, which
+// keeps the `pci_dev` alive.
+unsafe impl crate::types::AlwaysRefCounted for Device {
+    fn inc_ref(&self) {
+        // SAFETY: `&self` shows the count is not zero.
+        unsafe { bindings::pci_dev_get(self.as_raw()) };
+    }
+
+    unsafe fn dec_ref(obj: NonNull<Self>) {
+        // SAFETY: The caller gives up one reference it owns.
+        unsafe { bindings::pci_dev_put(obj.cast().as_ptr()) }
+    }
+}
+
+impl AsRef<device::Device> for Device {
+    fn as_ref(&self) -> &device::Device {
+        // SAFETY: `self` is a valid `pci_dev`, whose `dev` is a valid `struct device` living as
+        // long as it.
+        unsafe { device::Device::as_ref(core::ptr::addr_of_mut!((*self.as_raw()).dev)) }
+    }
+}
+
+/// Disables the device on unbind; registered by [`Device::enable_device_mem`].
+///
+/// # Safety
+///
+/// `pdev` must be a `struct pci_dev` that was enabled once for this call.
+unsafe extern "C" fn disable_device_action(pdev: *mut c_void) {
+    // SAFETY: By the safety requirements, `pdev` is a valid, enabled `pci_dev`.
+    unsafe { bindings::pci_disable_device(pdev.cast()) }
+}
+
+impl Device {
+    fn as_raw(&self) -> *mut bindings::pci_dev {
+        self.0.get()
+    }
+
+    /// Returns the vendor id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// fn is_redhat(pdev: &kernel::pci::Device) -> bool {
+    ///     pdev.vendor_id() == 0x1b36
+    /// }
+    /// ```
+    pub fn vendor_id(&self) -> u16 {
+        // SAFETY: `self` is a valid `pci_dev`; `vendor` is set at enumeration and not changed.
+        unsafe { (*self.as_raw()).vendor }
+    }
+
+    /// Returns the device id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// fn is_testdev(pdev: &kernel::pci::Device) -> bool {
+    ///     pdev.device_id() == 0x0005
+    /// }
+    /// ```
+    pub fn device_id(&self) -> u16 {
+        // SAFETY: `self` is a valid `pci_dev`; `device` is set at enumeration and not changed.
+        unsafe { (*self.as_raw()).device }
+    }
+
+    /// Enables the device's memory space; it is disabled again when the device is unbound.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// fn start(pdev: &kernel::pci::Device) -> Result {
+    ///     pdev.enable_device_mem()?;
+    ///     pdev.set_master();
+    ///     Ok(())
+    /// }
+    /// ```
+    pub fn enable_device_mem(&self) -> Result {
+        // SAFETY: `self` is a valid `pci_dev`.
+        to_result(unsafe { bindings::pci_enable_device_mem(self.as_raw()) })?;
+        // SAFETY: The device is valid and was just enabled once; the action disables it once,
+        // on unbind, while the device is still valid. On failure the helper runs the action
+        // right away.
+        to_result(unsafe {
+            bindings::devm_add_action_or_reset(
+                self.as_ref().as_raw(),
+                Some(disable_device_action),
+                self.as_raw().cast(),
+            )
+        })
+    }
+
+    /// Enables bus mastering (DMA) for the device; disabling the device turns it off again.
+    ///
+    /// # Examples
+    ///
+    /// See [`Device::enable_device_mem`].
+    ///
+    /// ```
+    /// fn dma_on(pdev: &kernel::pci::Device) {
+    ///     pdev.set_master();
+    /// }
+    /// ```
+    pub fn set_master(&self) {
+        // SAFETY: `self` is a valid `pci_dev`.
+        unsafe { bindings::pci_set_master(self.as_raw()) };
+    }
+
+    fn check_bar(bar: u32) -> Result<c_int> {
+        if bar < STD_NUM_BARS {
+            // Cannot truncate: `bar < 6`.
+            Ok(bar as c_int)
+        } else {
+            Err(EINVAL)
+        }
+    }
+
+    /// Returns the length of BAR `bar` in bytes (0 if it is not implemented); `EINVAL` if `bar`
+    /// is not 0 to 5.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// fn bar0_len(pdev: &kernel::pci::Device) -> Result<u64> {
+    ///     pdev.resource_len(0)
+    /// }
+    /// ```
+    pub fn resource_len(&self, bar: u32) -> Result<u64> {
+        let bar = Self::check_bar(bar)?;
+        // SAFETY: `self` is a valid `pci_dev` and `bar` a valid resource index.
+        let len = unsafe { bindings::pci_resource_len(self.as_raw(), bar) };
+        // `resource_size_t` is `u64` or, on some 32-bit configurations, `u32`.
+        #[allow(clippy::useless_conversion)]
+        Ok(len.into())
+    }
+
+    fn is_mem_bar(&self, bar: c_int) -> bool {
+        // SAFETY: `self` is a valid `pci_dev` and `bar` a valid resource index.
+        let flags = unsafe { bindings::pci_resource_flags(self.as_raw(), bar) };
+        // Lossless: the flag fits in any `c_ulong`.
+        flags & (bindings::IORESOURCE_MEM as crate::ffi::c_ulong) != 0
+    }
+
+    /// Requests and maps memory BAR `bar`, which must be at least `SIZE` bytes, under `name`.
+    ///
+    /// The mapping is revoked when the device is unbound; accessors with constant offsets are
+    /// checked against `SIZE` at build time. Errors: `EINVAL` for a bad index, an I/O port BAR or
+    /// a BAR smaller than `SIZE`; `ENOMEM` for an unimplemented BAR or a failed mapping; the
+    /// PCI core's errno (e.g. `EBUSY`) if the region is taken.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::{devres::Devres, pci::{Bar, Device}};
+    ///
+    /// fn map(pdev: &Device) -> Result<Devres<Bar<0x1000>>> {
+    ///     pdev.iomap_region_sized::<0x1000>(0, kernel::c_str!("my_driver"))
+    /// }
+    /// ```
+    pub fn iomap_region_sized<const SIZE: usize>(
+        &self,
+        bar: u32,
+        name: &'static CStr,
+    ) -> Result<Devres<Bar<SIZE>>> {
+        let bar = Bar::<SIZE>::new(self, bar, name)?;
+        Devres::new(self.as_ref(), bar, GFP_KERNEL)
+    }
+
+    /// Requests and maps memory BAR `bar` of any size; offsets are then checked at run time
+    /// (the `try_` accessors). See [`Device::iomap_region_sized`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// fn first_word(pdev: &kernel::pci::Device) -> Result<u32> {
+    ///     let bar = pdev.iomap_region(0, kernel::c_str!("my_driver"))?;
+    ///     let io = bar.try_access().ok_or(ENXIO)?;
+    ///     io.try_readl(0)
+    /// }
+    /// ```
+    pub fn iomap_region(&self, bar: u32, name: &'static CStr) -> Result<Devres<Bar>> {
+        self.iomap_region_sized::<0>(bar, name)
+    }
+}
+
+/// A requested and mapped memory BAR of at least `SIZE` bytes; derefs to [`Io`]`<SIZE>`.
+///
+/// Unmaps and releases the region when dropped. Drivers get it inside a [`Devres`] from
+/// [`Device::iomap_region_sized`], so it cannot outlive the driver's binding.
+///
+/// # Invariants
+///
+/// `io` describes the mapping of BAR `num` of `pdev` made by `pci_iomap`, whose region this
+/// object requested; both stay until `drop`.
+///
+/// # Examples
+///
+/// ```
+/// use kernel::{devres::Devres, pci::Bar};
+///
+/// fn ring_doorbell(bar: &Devres<Bar<0x1000>>) -> Result {
+///     let io = bar.try_access().ok_or(ENXIO)?;
+///     io.writel(1, 0x40);
+///     Ok(())
+/// }
+/// ```
+pub struct Bar<const SIZE: usize = 0> {
+    pdev: ARef<Device>,
+    io: IoRaw<SIZE>,
+    num: c_int,
+}
+
+impl<const SIZE: usize> Bar<SIZE> {
+    fn new(pdev: &Device, num: u32, name: &'static CStr) -> Result<Self> {
+        let num = Device::check_bar(num)?;
+        if !pdev.is_mem_bar(num) {
+            return Err(EINVAL);
+        }
+        // SAFETY: `pdev` is a valid `pci_dev` and `num` a valid resource index.
+        let len = unsafe { bindings::pci_resource_len(pdev.as_raw(), num) };
+        if len == 0 {
+            return Err(ENOMEM);
+        }
+        let len = usize::try_from(len).map_err(|_| EINVAL)?;
+        // SAFETY: `pdev` is valid; `name` is `'static`, as the resource keeps the pointer.
+        to_result(unsafe { bindings::pci_request_region(pdev.as_raw(), num, name.as_char_ptr()) })?;
+        // SAFETY: `pdev` is valid and the region is ours.
+        let addr = unsafe { bindings::pci_iomap(pdev.as_raw(), num, 0) };
+        if addr.is_null() {
+            // SAFETY: The region was requested just above.
+            unsafe { bindings::pci_release_region(pdev.as_raw(), num) };
+            return Err(ENOMEM);
+        }
+        match IoRaw::new(addr as usize, len) {
+            // INVARIANT: `io` describes the mapping just made of the region just requested.
+            Ok(io) => Ok(Self {
+                pdev: pdev.into(),
+                io,
+                num,
+            }),
+            Err(err) => {
+                // SAFETY: The mapping and the region were made just above.
+                unsafe {
+                    bindings::pci_iounmap(pdev.as_raw(), addr);
+                    bindings::pci_release_region(pdev.as_raw(), num);
+                }
+                Err(err)
+            }
+        }
+    }
+
+    /// Returns the BAR's index.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// fn which(bar: &kernel::pci::Bar<4>) -> u32 {
+    ///     bar.index()
+    /// }
+    /// ```
+    pub fn index(&self) -> u32 {
+        // Cannot wrap: `num` is 0 to 5.
+        self.num as u32
+    }
+}
+
+impl<const SIZE: usize> Drop for Bar<SIZE> {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant the mapping and the region are ours and still there.
+        unsafe {
+            bindings::pci_iounmap(self.pdev.as_raw(), self.io.addr() as *mut c_void);
+            bindings::pci_release_region(self.pdev.as_raw(), self.num);
+        }
+    }
+}
+
+impl<const SIZE: usize> Deref for Bar<SIZE> {
+    type Target = Io<SIZE>;
+
+    fn deref(&self) -> &Io<SIZE> {
+        // SAFETY: By the type invariant `io` is a mapping of `maxsize` bytes valid while `self`.
+        unsafe { Io::from_raw(&self.io) }
+    }
+}
