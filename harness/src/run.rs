@@ -138,7 +138,7 @@ impl Rig<'_> {
             initrd: &self.p.initrd,
             cmdline: format!("pcirig.scenario={} {}", s.name, s.cmdline),
             dir,
-            extra_args: Vec::new(),
+            extra_args: s.qemu_args.iter().map(|a| a.to_string()).collect(),
         }
     }
 
@@ -157,7 +157,8 @@ impl Rig<'_> {
         };
         let mut g = self.guest(s, &dir);
         if let Some(server) = &server {
-            g.extra_args = vec!["-device".into(), server.qemu_device()];
+            g.extra_args
+                .extend(["-device".into(), server.qemu_device()]);
         }
         let mut actions = std::fs::File::create(dir.join("host-actions.log"))?;
         let console = g.run(s.timeout, |line, _qmp| {

@@ -22,6 +22,8 @@ pub struct Scenario {
     pub kind: Kind,
     /// Whether our device server is attached for this boot.
     pub device: bool,
+    /// More QEMU arguments for this boot (e.g. a stock device to bind).
+    pub qemu_args: &'static [&'static str],
     /// What our driver must have done, judged from its lines and the device log.
     pub driver: Option<DriverExpect>,
 }
@@ -67,6 +69,7 @@ impl Scenario {
             kernel_lines: &[],
             kind: Kind::Runner,
             device: false,
+            qemu_args: &[],
             driver: None,
         }
     }
@@ -97,6 +100,7 @@ pub const BOOT: Scenario = Scenario {
     ],
     kind: Kind::Runner,
     device: false,
+    qemu_args: &[],
     driver: None,
 };
 
@@ -108,6 +112,8 @@ pub const KUNIT: Scenario = Scenario {
     kernel_lines: &[],
     kind: Kind::Kunit,
     device: false,
+    // The pci module's doc examples bind QEMU's own test device.
+    qemu_args: &["-device", "pci-testdev"],
     driver: None,
 };
 
@@ -121,6 +127,7 @@ pub const HARNESS_SELFTEST: Scenario = Scenario {
     kernel_lines: &[],
     kind: Kind::SelfTest,
     device: false,
+    qemu_args: &[],
     driver: None,
 };
 
@@ -134,6 +141,7 @@ pub const DEVICE: Scenario = Scenario {
     kernel_lines: &[],
     kind: Kind::Device,
     device: true,
+    qemu_args: &[],
     driver: None,
 };
 
@@ -151,6 +159,7 @@ const fn driver_scenario(
         kernel_lines: &[],
         kind: Kind::Runner,
         device: true,
+        qemu_args: &[],
         driver: expect,
     }
 }
