@@ -67,6 +67,7 @@ impl Guest<'_> {
                 "-serial",
                 serial,
             ])
+            .args(&self.extra_args)
             .arg("-kernel")
             .arg(self.kernel)
             .arg("-initrd")
