@@ -387,7 +387,21 @@ pub fn build(paths: &Paths, tc: &Toolchain, arch: Arch, flavor: &Flavor) -> Resu
 /// in a copy under the build directory, refreshed file by file (unchanged
 /// files keep their mtimes and are not rebuilt). Returns the `.ko`.
 pub fn build_external(tc: &Toolchain, kernel: &Kernel, dir: &Path, name: &str) -> Result<PathBuf> {
-    let copy = kernel.build.join("pci-rig-external").join(name);
+    build_module_copy(tc, kernel, dir, name, name, &[])
+}
+
+/// Builds the out-of-tree module `name` from `dir` in a copy called `label`
+/// (one per variant, so each keeps its objects and `pci-rig-make.log`),
+/// with extra make variables. Returns the `.ko`.
+pub fn build_module_copy(
+    tc: &Toolchain,
+    kernel: &Kernel,
+    dir: &Path,
+    label: &str,
+    name: &str,
+    vars: &[&str],
+) -> Result<PathBuf> {
+    let copy = kernel.build.join("pci-rig-external").join(label);
     std::fs::create_dir_all(&copy)?;
     for file in walk(dir)? {
         let to = copy.join(file.strip_prefix(dir)?);
@@ -398,11 +412,13 @@ pub fn build_external(tc: &Toolchain, kernel: &Kernel, dir: &Path, name: &str) -
         }
     }
     let mut cmd = make(tc, &kernel.src, &kernel.build, kernel.arch);
-    cmd.arg(format!("M={}", copy.display())).arg("modules");
+    cmd.arg(format!("M={}", copy.display()))
+        .args(vars)
+        .arg("modules");
     run_make(
         cmd,
         &copy.join("pci-rig-make.log"),
-        &format!("module {name} ({})", kernel.arch),
+        &format!("module {label} ({})", kernel.arch),
     )?;
     Ok(copy.join(format!("{name}.ko")))
 }

@@ -14,6 +14,7 @@ pub mod kconfig;
 pub mod kernel;
 pub mod ktap;
 pub mod kunit;
+pub mod modcheck;
 pub mod process;
 pub mod provision;
 pub mod qemu;

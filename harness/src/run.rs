@@ -7,6 +7,7 @@ use crate::console::{self, Splat};
 use crate::device::{self, DeviceServer, Stopped};
 use crate::image;
 use crate::kernel::{self, Flavor, Kernel};
+use crate::modcheck;
 use crate::provision::{self, Toolchain};
 use crate::qemu;
 use crate::qemu::{Console, Guest};
@@ -31,6 +32,8 @@ pub struct Prepared {
     pub kernel: Kernel,
     pub image: PathBuf,
     pub initrd: PathBuf,
+    /// Our driver's module, when it was built.
+    pub driver: Option<PathBuf>,
 }
 
 pub fn setup(paths: &Paths, arches: &[Arch]) -> Result<Toolchain> {
@@ -59,18 +62,17 @@ pub fn prepare(
     out: &Path,
     with_driver: bool,
 ) -> Result<Prepared> {
-    // Two runs at once share the cache: one builds while the other waits.
-    let lock = std::fs::File::create(paths.cache.join("build.lock"))?;
-    if lock.try_lock().is_err() {
-        eprintln!("kernel: another pci-rig run is building; waiting for it");
-        lock.lock()?;
-    }
+    let lock = build_lock(paths)?;
     let kernel = kernel::build(paths, tc, arch, flavor)?;
     let driver = paths.root.join("guest-kernel/driver");
     let mut modules: Vec<PathBuf> = MODULES.iter().map(|m| kernel.module(m)).collect();
-    if with_driver {
-        modules.push(kernel::build_external(tc, &kernel, &driver, "pci_rig")?);
-    }
+    let driver = if with_driver {
+        let ko = kernel::build_external(tc, &kernel, &driver, "pci_rig")?;
+        modules.push(ko.clone());
+        Some(ko)
+    } else {
+        None
+    };
     drop(lock);
     let initrd = out.join(format!("{arch}-initramfs.cpio"));
     image::build(
@@ -85,7 +87,19 @@ pub fn prepare(
         image: kernel.image(),
         kernel,
         initrd,
+        driver,
     })
+}
+
+/// Two runs at once share the cache's build trees: one builds while the
+/// other waits. Held until the returned file is dropped.
+fn build_lock(paths: &Paths) -> Result<std::fs::File> {
+    let lock = std::fs::File::create(paths.cache.join("build.lock"))?;
+    if lock.try_lock().is_err() {
+        eprintln!("kernel: another pci-rig run is building; waiting for it");
+        lock.lock()?;
+    }
+    Ok(lock)
 }
 
 /// `cargo xtask run`: boots to a shell on this terminal, with our device
@@ -103,6 +117,7 @@ pub fn interactive(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<()> {
     );
     eprintln!("run: device control socket: {}", server.control.display());
     let rig = Rig {
+        paths,
         tc: &tc,
         p: &p,
         device: None,
@@ -123,6 +138,7 @@ fn boot_dir(dir: &Path) -> Result<PathBuf> {
 
 /// What a boot needs: tools, a kernel and image, and the device server.
 struct Rig<'a> {
+    paths: &'a Paths,
     tc: &'a Toolchain,
     p: &'a Prepared,
     /// The device server binary, when some scenario attaches it.
@@ -185,15 +201,54 @@ impl Rig<'_> {
 
     /// Runs one scenario and judges it.
     fn run_scenario(&self, s: &Scenario, dir: &Path) -> (Verdict, String) {
-        let result = if s.kind == scenario::Kind::SelfTest {
-            self.selftest(dir)
-        } else {
-            self.boot(s, dir).map(|(c, device)| {
+        let result = match s.kind {
+            scenario::Kind::SelfTest => self.selftest(dir),
+            scenario::Kind::CompileFail => self.compile_fail(),
+            scenario::Kind::IdTable => self.id_table(),
+            _ => self.boot(s, dir).map(|(c, device)| {
                 let j = scenario::judge(s, &c, device.as_ref());
                 (j.verdict, j.reason)
-            })
+            }),
         };
         result.unwrap_or_else(|e| (Verdict::Fail, format!("could not run: {e:#}")))
+    }
+
+    /// Builds the compile-fail module in range and past the end.
+    fn compile_fail(&self) -> Result<(Verdict, String)> {
+        let _lock = build_lock(self.paths)?;
+        let dir = self.paths.root.join("guest-kernel/compile-fail");
+        Ok(
+            match modcheck::compile_fail(self.tc, &self.p.kernel, &dir) {
+                Ok(note) => (Verdict::Pass, note),
+                Err(e) => (Verdict::Fail, format!("{e:#}")),
+            },
+        )
+    }
+
+    /// Reads our driver's `.ko` and checks its PCI id table.
+    fn id_table(&self) -> Result<(Verdict, String)> {
+        let ko = self.p.driver.as_ref().context("the driver was not built")?;
+        let bytes = std::fs::read(ko).with_context(|| format!("reading {}", ko.display()))?;
+        Ok(match modcheck::pci_id_table(&bytes) {
+            Ok(t) => {
+                let ids: Vec<String> = t
+                    .ids
+                    .iter()
+                    .map(|(v, d)| format!("{v:04x}:{d:04x}"))
+                    .collect();
+                (
+                    Verdict::Pass,
+                    format!(
+                        "{} entr{} ({}) in read-only {}, then a zero sentinel",
+                        t.ids.len(),
+                        if t.ids.len() == 1 { "y" } else { "ies" },
+                        ids.join(", "),
+                        t.section
+                    ),
+                )
+            }
+            Err(e) => (Verdict::Fail, format!("{}: {e:#}", ko.display())),
+        })
     }
 
     /// Boots guests that are broken on purpose and checks the harness notices.
@@ -322,13 +377,14 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
     };
     for &arch in &opts.arches {
         let started = Instant::now();
-        let with_driver = opts.scenarios.iter().any(|s| s.driver.is_some());
+        let with_driver = opts.scenarios.iter().any(|s| s.needs_driver());
         let prepared = prepare(paths, &tc, arch, &opts.flavor, &dir, with_driver);
         for s in &opts.scenarios {
             let log = dir.join(format!("{arch}-{}", s.name));
             let t = Instant::now();
             let (verdict, reason) = match &prepared {
                 Ok(p) => Rig {
+                    paths,
                     tc: &tc,
                     p,
                     device: device_bin.as_deref(),

@@ -59,6 +59,11 @@ const fn driver(
 }
 
 impl Scenario {
+    /// Whether our driver must be built for this scenario.
+    pub fn needs_driver(&self) -> bool {
+        self.driver.is_some() || self.kind == Kind::IdTable
+    }
+
     /// A guest-side script judged by the common checks only.
     pub const fn plain(name: &'static str, timeout: Duration) -> Self {
         Scenario {
@@ -87,6 +92,12 @@ pub enum Kind {
     /// The runner's KTAP, and every `# mmio` access it reports must appear
     /// in the device's access log.
     Device,
+    /// No boot: `Io<SIZE>` must refuse, at build time, a constant offset
+    /// past its end, and accept one inside.
+    CompileFail,
+    /// No boot: our driver's `.ko` keeps its PCI id table in read-only data,
+    /// ending in a zero sentinel.
+    IdTable,
 }
 
 pub const BOOT: Scenario = Scenario {
@@ -129,6 +140,20 @@ pub const HARNESS_SELFTEST: Scenario = Scenario {
     device: false,
     qemu_args: &[],
     driver: None,
+};
+
+pub const COMPILE_FAIL: Scenario = Scenario {
+    name: "compile-fail",
+    about: "a module reading past the end of its Io<SIZE> must not build; in range it must",
+    kind: Kind::CompileFail,
+    ..Scenario::plain("compile-fail", Duration::from_secs(600))
+};
+
+pub const ID_TABLE: Scenario = Scenario {
+    name: "id-table",
+    about: "the driver's .ko keeps its PCI id table in read-only data, ending in a zero sentinel",
+    kind: Kind::IdTable,
+    ..Scenario::plain("id-table", Duration::from_secs(60))
 };
 
 /// Registers read and written from the guest through the BARs, no driver;
@@ -204,6 +229,8 @@ pub const PROBE_ERROR: Scenario = driver_scenario(
 pub const ALL: &[&Scenario] = &[
     &BOOT,
     &KUNIT,
+    &COMPILE_FAIL,
+    &ID_TABLE,
     &DEVICE,
     &PROBE,
     &MMIO,

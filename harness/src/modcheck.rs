@@ -1,0 +1,201 @@
+//! Checks on built kernel modules that need no boot: where the PCI id table
+//! lands in a `.ko`, and that `Io<SIZE>` refuses, at build time, a constant
+//! offset past its end.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use object::{elf, Object, ObjectSection, ObjectSymbol, SectionFlags};
+
+use crate::kernel::{self, Kernel};
+use crate::provision::Toolchain;
+
+/// `struct pci_device_id` on a 64-bit kernel: six `u32`s, a
+/// `kernel_ulong_t` and a `u32`, padded to 8 bytes.
+const PCI_DEVICE_ID_SIZE: usize = 40;
+
+/// What the id table of a module holds.
+#[derive(Debug, PartialEq, Eq)]
+pub struct IdTable {
+    /// The section holding it.
+    pub section: String,
+    /// (vendor, device) of every entry before the sentinel.
+    pub ids: Vec<(u32, u32)>,
+}
+
+/// Finds the `__mod_pci__*_device_table` symbol modpost reads and checks
+/// that it is in allocated, read-only data and ends in an all-zero entry.
+pub fn pci_id_table(ko: &[u8]) -> Result<IdTable> {
+    let file = object::File::parse(ko).context("not an ELF object")?;
+    let sym = file
+        .symbols()
+        .find(|s| {
+            s.name()
+                .is_ok_and(|n| n.starts_with("__mod_pci__") && n.ends_with("_device_table"))
+        })
+        .context("no __mod_pci__*_device_table symbol: modpost sees no PCI id table")?;
+    let index = sym
+        .section_index()
+        .context("the id table symbol is not defined in a section")?;
+    let section = file.section_by_index(index)?;
+    let name = section.name().unwrap_or("?").to_string();
+    let SectionFlags::Elf { sh_flags } = section.flags() else {
+        bail!("not an ELF section: {name}");
+    };
+    if sh_flags & u64::from(elf::SHF_ALLOC) == 0 {
+        bail!("the id table is in {name}, which is not loaded (no SHF_ALLOC)");
+    }
+    if sh_flags & u64::from(elf::SHF_WRITE) != 0 {
+        bail!("the id table is in {name}, which is writable; it must be read-only data");
+    }
+    let start = usize::try_from(sym.address() - section.address())?;
+    let size = usize::try_from(sym.size())?;
+    let table = section
+        .data()?
+        .get(start..start + size)
+        .context("the id table symbol runs past its section")?;
+    if size == 0 || size % PCI_DEVICE_ID_SIZE != 0 {
+        bail!("the id table is {size} bytes, not whole struct pci_device_id entries of {PCI_DEVICE_ID_SIZE}");
+    }
+    let entries: Vec<&[u8]> = table.chunks(PCI_DEVICE_ID_SIZE).collect();
+    let (last, rest) = entries.split_last().expect("size > 0");
+    if last.iter().any(|&b| b != 0) {
+        bail!("the id table does not end in a zero sentinel: last entry {last:02x?}");
+    }
+    let word = |e: &[u8], at: usize| {
+        let b: [u8; 4] = e[at..at + 4].try_into().expect("4 bytes");
+        if file.is_little_endian() {
+            u32::from_le_bytes(b)
+        } else {
+            u32::from_be_bytes(b)
+        }
+    };
+    let ids: Vec<(u32, u32)> = rest.iter().map(|e| (word(e, 0), word(e, 4))).collect();
+    if ids.is_empty() {
+        bail!("the id table holds only its sentinel");
+    }
+    if let Some(i) = ids.iter().position(|&(vendor, _)| vendor == 0) {
+        bail!("entry {i} has vendor 0 and would end the table early");
+    }
+    Ok(IdTable { section: name, ids })
+}
+
+/// Builds `dir` (guest-kernel/compile-fail) twice: in range it must build,
+/// with `PAST_END=y` it must fail on `build_error`. Returns a summary.
+pub fn compile_fail(tc: &Toolchain, kernel: &Kernel, dir: &Path) -> Result<String> {
+    let build = |label: &str, vars: &[&str]| {
+        let ko = kernel
+            .build
+            .join("pci-rig-external")
+            .join(label)
+            .join("io_bounds.ko");
+        // A module left by an earlier build must not count as this one's.
+        let _ = std::fs::remove_file(&ko);
+        let result = kernel::build_module_copy(tc, kernel, dir, label, "io_bounds", vars);
+        (result, ko)
+    };
+    let (in_range, ko) = build("io_bounds-in-range", &[]);
+    in_range.context("the in-range read must build, but did not")?;
+    if !ko.exists() {
+        bail!("the in-range build succeeded but left no {}", ko.display());
+    }
+    let (past_end, ko) = build("io_bounds-past-end", &["PAST_END=y"]);
+    let log = ko.with_file_name("pci-rig-make.log");
+    match past_end {
+        Ok(_) => bail!(
+            "reading past the end of Io<16> built ({}); the bounds check did not fire",
+            ko.display()
+        ),
+        Err(e) => {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let Some(line) = text.lines().find(|l| l.contains("build_error")) else {
+                bail!(
+                    "the past-end build failed, but not on build_error: {e:#} (log {})",
+                    log.display()
+                );
+            };
+            if ko.exists() {
+                bail!("the past-end build failed yet left {}", ko.display());
+            }
+            Ok(format!(
+                "in range: built; past the end: refused ({})",
+                line.trim()
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use object::write::{Object as Writer, Symbol, SymbolSection};
+    use object::{
+        Architecture, BinaryFormat, Endianness, SectionKind, SymbolFlags, SymbolKind, SymbolScope,
+    };
+
+    fn entry(vendor: u32, device: u32) -> Vec<u8> {
+        let mut e = vec![0u8; PCI_DEVICE_ID_SIZE];
+        e[0..4].copy_from_slice(&vendor.to_le_bytes());
+        e[4..8].copy_from_slice(&device.to_le_bytes());
+        e[8..16].copy_from_slice(&[0xff; 8]); // PCI_ANY_ID subvendor/subdevice
+        e
+    }
+
+    fn sentinel() -> Vec<u8> {
+        vec![0; PCI_DEVICE_ID_SIZE]
+    }
+
+    fn ko(kind: SectionKind, table: &[u8]) -> Vec<u8> {
+        let mut w = Writer::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
+        let section = w.add_section(Vec::new(), b".rodata".to_vec(), kind);
+        let offset = w.append_section_data(section, table, 8);
+        w.add_symbol(Symbol {
+            name: b"__mod_pci__IDS_device_table".to_vec(),
+            value: offset,
+            size: table.len() as u64,
+            kind: SymbolKind::Data,
+            scope: SymbolScope::Compilation,
+            weak: false,
+            section: SymbolSection::Section(section),
+            flags: SymbolFlags::None,
+        });
+        w.write().unwrap()
+    }
+
+    #[test]
+    fn a_read_only_table_with_a_sentinel_passes() {
+        let table = [entry(0x1de5, 0x0001), entry(0x1de5, 0x0002), sentinel()].concat();
+        let found = pci_id_table(&ko(SectionKind::ReadOnlyData, &table)).unwrap();
+        assert_eq!(found.ids, vec![(0x1de5, 1), (0x1de5, 2)]);
+        assert_eq!(found.section, ".rodata");
+    }
+
+    #[test]
+    fn a_writable_table_fails() {
+        let table = [entry(0x1de5, 1), sentinel()].concat();
+        let e = pci_id_table(&ko(SectionKind::Data, &table)).unwrap_err();
+        assert!(e.to_string().contains("writable"), "{e}");
+    }
+
+    #[test]
+    fn a_table_without_sentinel_fails() {
+        let table = [entry(0x1de5, 1), entry(0x1de5, 2)].concat();
+        let e = pci_id_table(&ko(SectionKind::ReadOnlyData, &table)).unwrap_err();
+        assert!(e.to_string().contains("zero sentinel"), "{e}");
+    }
+
+    #[test]
+    fn a_lone_sentinel_or_a_ragged_size_fails() {
+        let e = pci_id_table(&ko(SectionKind::ReadOnlyData, &sentinel())).unwrap_err();
+        assert!(e.to_string().contains("only its sentinel"), "{e}");
+        let e = pci_id_table(&ko(SectionKind::ReadOnlyData, &[0u8; 44])).unwrap_err();
+        assert!(e.to_string().contains("whole struct pci_device_id"), "{e}");
+    }
+
+    #[test]
+    fn no_table_symbol_fails() {
+        let w = Writer::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
+        let e = pci_id_table(&w.write().unwrap()).unwrap_err();
+        assert!(e.to_string().contains("no __mod_pci__"), "{e}");
+    }
+}
