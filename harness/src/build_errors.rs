@@ -26,6 +26,32 @@ pub fn summarize(log: &str) -> Option<String> {
     }
 }
 
+/// Every compiler or linter warning, one line each with its location:
+/// rustc/clippy's `warning: …` followed by `--> file:line`, or a C
+/// compiler's `file:line: warning: …`. rustc's closing count is skipped.
+pub fn warnings(log: &str) -> Vec<String> {
+    let lines: Vec<&str> = log.lines().collect();
+    let mut found = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if line.contains(": warning:") {
+            found.push(line.trim().to_string());
+        } else if let Some(msg) = line.strip_prefix("warning: ") {
+            if msg.contains("warning emitted") || msg.contains("warnings emitted") {
+                continue;
+            }
+            let at = lines[i + 1..]
+                .iter()
+                .take(3)
+                .find_map(|l| l.trim().strip_prefix("--> "));
+            found.push(match at {
+                Some(at) => format!("{at}: warning: {msg}"),
+                None => format!("warning: {msg}"),
+            });
+        }
+    }
+    found
+}
+
 fn is_error(line: &str) -> bool {
     line.contains(": error:")
         || line.contains(": fatal error:")
@@ -36,7 +62,7 @@ fn is_error(line: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::summarize;
+    use super::{summarize, warnings};
 
     #[test]
     fn rust_errors_show_the_message_and_location() {
@@ -60,6 +86,19 @@ mod tests {
             "{s}"
         );
         assert!(s.contains("make stopped at: scripts/Makefile.build:229: drivers/pci/probe.o"));
+    }
+
+    #[test]
+    fn warnings_are_listed_with_their_location() {
+        let log = "  RUSTC [M] pci_rig.o\nwarning: unused variable: `x`\n  --> pci_rig.rs:5:9\n   |\n\nwarning: 1 warning emitted\n\ndrv.c:3:5: warning: unused variable 'y' [-Wunused-variable]\n  MODPOST Module.symvers\n";
+        assert_eq!(
+            warnings(log),
+            vec![
+                "pci_rig.rs:5:9: warning: unused variable: `x`".to_string(),
+                "drv.c:3:5: warning: unused variable 'y' [-Wunused-variable]".to_string(),
+            ]
+        );
+        assert!(warnings("  CC foo.o\n  LD [M] foo.ko\n").is_empty());
     }
 
     #[test]

@@ -369,11 +369,25 @@ pub fn build(paths: &Paths, tc: &Toolchain, arch: Arch, flavor: &Flavor) -> Resu
         .join(format!("{arch}-{}", flavor.name()));
     configure(paths, tc, &src, &build, arch, flavor)?;
     let started = Instant::now();
-    run_make(
-        make(tc, &src, &build, arch),
-        &build.join("pci-rig-make.log"),
-        &format!("kernel {arch}"),
-    )?;
+    let log = build.join("pci-rig-make.log");
+    let mut cmd = make(tc, &src, &build, arch);
+    // Rust code is linted as it builds; the files we lay over the tree must
+    // build without a warning (upstream's own are not ours to judge).
+    cmd.arg("CLIPPY=1");
+    run_make(cmd, &log, &format!("kernel {arch}"))?;
+    let ours = std::fs::read_to_string(src.parent().unwrap().join("overlay-manifest"))?;
+    let warnings: Vec<String> = build_errors::warnings(&std::fs::read_to_string(&log)?)
+        .into_iter()
+        .filter(|w| ours.lines().any(|f| w.contains(f)))
+        .collect();
+    if !warnings.is_empty() {
+        bail!(
+            "kernel {arch} built with {} warning(s) in our files; fix them:\n{}\nfull log: {}",
+            warnings.len(),
+            warnings.join("\n"),
+            log.display()
+        );
+    }
     eprintln!(
         "kernel {arch}: up to date in {:.1} s ({})",
         started.elapsed().as_secs_f64(),
@@ -412,14 +426,23 @@ pub fn build_module_copy(
         }
     }
     let mut cmd = make(tc, &kernel.src, &kernel.build, kernel.arch);
+    // Our modules are linted as they build, and must build without a warning.
     cmd.arg(format!("M={}", copy.display()))
+        .arg("CLIPPY=1")
         .args(vars)
         .arg("modules");
-    run_make(
-        cmd,
-        &copy.join("pci-rig-make.log"),
-        &format!("module {label} ({})", kernel.arch),
-    )?;
+    let log = copy.join("pci-rig-make.log");
+    let what = format!("module {label} ({})", kernel.arch);
+    run_make(cmd, &log, &what)?;
+    let warnings = build_errors::warnings(&std::fs::read_to_string(&log)?);
+    if !warnings.is_empty() {
+        bail!(
+            "{what} built with {} warning(s); fix them:\n{}\nfull log: {}",
+            warnings.len(),
+            warnings.join("\n"),
+            log.display()
+        );
+    }
     Ok(copy.join(format!("{name}.ko")))
 }
 
