@@ -170,6 +170,16 @@ pub const DEVICE: Scenario = Scenario {
     driver: None,
 };
 
+/// The device's INTx through the kernel's generic INTx driver (uio), no
+/// driver of ours; accesses checked against the device log as in `device`.
+pub const INTX: Scenario = Scenario {
+    name: "intx",
+    about: "uio_pci_generic takes the device; each raised interrupt shows once in /proc/interrupts and IRQ_COUNT",
+    kind: Kind::Device,
+    device: true,
+    ..Scenario::plain("intx", Duration::from_secs(180))
+};
+
 const fn driver_scenario(
     name: &'static str,
     about: &'static str,
@@ -232,6 +242,7 @@ pub const ALL: &[&Scenario] = &[
     &COMPILE_FAIL,
     &ID_TABLE,
     &DEVICE,
+    &INTX,
     &PROBE,
     &MMIO,
     &UNBIND,
@@ -702,7 +713,10 @@ mod tests {
     fn unknown_scenarios_name_the_valid_ones() {
         assert!(find("boot").is_ok());
         let e = find("nope").err().unwrap();
-        assert!(e.starts_with("unknown scenario `nope`; valid: boot, kunit,"), "{e}");
+        assert!(
+            e.starts_with("unknown scenario `nope`; valid: boot, kunit,"),
+            "{e}"
+        );
         for s in ALL {
             assert!(e.contains(s.name), "{e} lacks {}", s.name);
         }
