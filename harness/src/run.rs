@@ -32,8 +32,9 @@ pub struct Prepared {
     pub kernel: Kernel,
     pub image: PathBuf,
     pub initrd: PathBuf,
-    /// Our driver's module, when it was built.
-    pub driver: Option<PathBuf>,
+    /// Our driver's module, or why there is none (not asked for, or its
+    /// build failed: then only the scenarios that need it fail).
+    pub driver: std::result::Result<PathBuf, String>,
 }
 
 pub fn setup(paths: &Paths, arches: &[Arch]) -> Result<Toolchain> {
@@ -67,12 +68,17 @@ pub fn prepare(
     let driver = paths.root.join("guest-kernel/driver");
     let mut modules: Vec<PathBuf> = MODULES.iter().map(|m| kernel.module(m)).collect();
     let driver = if with_driver {
-        let ko = kernel::build_external(tc, &kernel, &driver, "pci_rig")?;
-        modules.push(ko.clone());
-        Some(ko)
+        kernel::build_external(tc, &kernel, &driver, "pci_rig")
+            .inspect(|ko| modules.push(ko.clone()))
+            .map_err(|e| format!("{e:#}"))
     } else {
-        None
+        Err("the driver was not asked for".to_string())
     };
+    if let Err(e) = &driver {
+        if with_driver {
+            eprintln!("build: {arch}: the driver did not build; its scenarios will fail:\n{e}");
+        }
+    }
     drop(lock);
     let initrd = out.join(format!("{arch}-initramfs.cpio"));
     image::build(
@@ -201,6 +207,9 @@ impl Rig<'_> {
 
     /// Runs one scenario and judges it.
     fn run_scenario(&self, s: &Scenario, dir: &Path) -> (Verdict, String) {
+        if let (true, Err(e)) = (s.needs_driver(), &self.p.driver) {
+            return (Verdict::Fail, format!("the driver did not build: {e}"));
+        }
         let result = match s.kind {
             scenario::Kind::SelfTest => self.selftest(dir),
             scenario::Kind::CompileFail => self.compile_fail(),
@@ -227,7 +236,7 @@ impl Rig<'_> {
 
     /// Reads our driver's `.ko` and checks its PCI id table.
     fn id_table(&self) -> Result<(Verdict, String)> {
-        let ko = self.p.driver.as_ref().context("the driver was not built")?;
+        let ko = self.p.driver.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
         let bytes = std::fs::read(ko).with_context(|| format!("reading {}", ko.display()))?;
         Ok(match modcheck::pci_id_table(&bytes) {
             Ok(t) => {
