@@ -520,8 +520,9 @@ fn judge_kunit(c: &Console) -> Judgement {
         verdict: Verdict::Pass,
         cause: None,
         reason: format!(
-            "{total} KUnit tests in {} suites passed; per module: {}",
+            "{total} KUnit tests in {} suite{} passed; per module: {}",
             suites.len(),
+            if suites.len() == 1 { "" } else { "s" },
             modules.join(", ")
         ),
     }
