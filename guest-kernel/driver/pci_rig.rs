@@ -239,10 +239,13 @@ enum Stop {
     Asked,
     /// `try_access` refused: the binding is gone.
     Refused,
+    /// MAGIC read all-ones: the device went away under us (surprise removal).
+    Gone,
 }
 
-/// Keeps reading MAGIC through the `Devres` handle, about once a millisecond, until told to stop
-/// or refused access.
+/// Keeps reading MAGIC through the `Devres` handle, about once a millisecond, until told to stop,
+/// refused access, or the device answers all-ones (it is gone: a PCI read from a device that is
+/// not there completes with all bits set).
 #[pin_data]
 struct Worker {
     bar: Arc<Devres<Regs>>,
@@ -302,8 +305,11 @@ impl WorkItem for Worker {
             }
             match this.bar.try_access() {
                 Some(io) => {
-                    let _ = io.readl(reg::MAGIC);
+                    let magic = io.readl(reg::MAGIC);
                     this.accesses.fetch_add(1, Ordering::Relaxed);
+                    if magic == u32::MAX {
+                        break Stop::Gone;
+                    }
                 }
                 None => break Stop::Refused,
             }
@@ -312,6 +318,14 @@ impl WorkItem for Worker {
                 .wake
                 .wait_interruptible_timeout(&mut guard, msecs_to_jiffies(1));
         };
+        if why != Stop::Asked {
+            dev_info!(
+                this.bar.device(),
+                "event worker_gave_up reason={:?} accesses={}\n",
+                why,
+                this.accesses.load(Ordering::Relaxed)
+            );
+        }
         *this.stopped.lock() = Some(why);
         // Last act: after this only the return (no sleep, `remove()` still holds a reference, so
         // this drop is not the last) runs in module text. On these non-preemptible kernels the

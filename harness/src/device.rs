@@ -17,6 +17,11 @@ use std::time::{Duration, Instant};
 /// QEMU's id for the device, so hot-unplug can name it.
 pub const QEMU_ID: &str = "pcirig";
 
+/// Whether a QMP event says QEMU finished unplugging our device.
+pub fn deleted(event: &serde_json::Value) -> bool {
+    event["event"] == "DEVICE_DELETED" && event["data"]["device"] == QEMU_ID
+}
+
 /// One entry of the device's access log.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 pub struct Access {
@@ -107,13 +112,17 @@ impl DeviceServer {
 
     /// QEMU's `-device` argument attaching this server behind root port `rp0`.
     pub fn qemu_device(&self) -> String {
+        self.device_add().to_string()
+    }
+
+    /// The same as QMP `device_add` arguments (hot-plugging it).
+    pub fn device_add(&self) -> Value {
         json!({
             "driver": "vfio-user-pci",
             "id": QEMU_ID,
             "bus": "rp0",
             "socket": {"path": self.socket, "type": "unix"},
         })
-        .to_string()
     }
 
     /// One control request; an error reply becomes an error.

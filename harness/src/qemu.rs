@@ -163,6 +163,7 @@ impl Guest<'_> {
             }
         }
         let exit = child.wait()?;
+        qmp.drain();
         let _ = reader.join();
         let _ = std::fs::remove_file(&sock);
         Ok(Console {

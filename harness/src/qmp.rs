@@ -56,6 +56,56 @@ impl Qmp {
         Ok(serde_json::from_str(&line)?)
     }
 
+    /// Waits until `count` events satisfy `want` (including those already
+    /// seen), reading QEMU's messages for at most `timeout`.
+    pub fn wait_events(
+        &mut self,
+        what: &str,
+        want: impl Fn(&Value) -> bool,
+        count: usize,
+        timeout: Duration,
+    ) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        while self.events.iter().filter(|e| want(e)).count() < count {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                bail!("QEMU sent no {what} within {} s", timeout.as_secs());
+            }
+            self.reader.get_ref().set_read_timeout(Some(left))?;
+            let read = self.read();
+            self.reader
+                .get_ref()
+                .set_read_timeout(Some(Duration::from_secs(10)))?;
+            match read {
+                Ok(v) if v.get("event").is_some() => self.events.push(v),
+                Ok(_) => {}
+                Err(e)
+                    if e.downcast_ref::<std::io::Error>().is_some_and(|e| {
+                        matches!(
+                            e.kind(),
+                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                        )
+                    }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Once QEMU has exited: keeps the events it sent that were not read yet
+    /// (e.g. a DEVICE_DELETED just before the guest powered off).
+    pub fn drain(&mut self) {
+        let _ = self
+            .reader
+            .get_ref()
+            .set_read_timeout(Some(Duration::from_secs(1)));
+        while let Ok(v) = self.read() {
+            if v.get("event").is_some() {
+                self.events.push(v);
+            }
+        }
+    }
+
     /// Sends a command and returns its `return` value; events that arrive
     /// meanwhile are kept in `events`.
     pub fn execute(&mut self, command: &str, arguments: Value) -> Result<Value> {

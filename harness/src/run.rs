@@ -160,34 +160,50 @@ impl Rig<'_> {
             initrd: &self.p.initrd,
             cmdline: format!("pcirig.scenario={} {}", s.name, s.cmdline),
             dir,
-            extra_args: s.qemu_args.iter().map(|a| a.to_string()).collect(),
+            extra_args: s
+                .qemu_args
+                .iter()
+                .chain(if self.p.kernel.arch == Arch::X86_64 {
+                    s.x86_qemu_args
+                } else {
+                    &[]
+                })
+                .map(|a| a.to_string())
+                .collect(),
         }
     }
 
     /// Boots once, with a fresh device server when the scenario wants one,
-    /// and returns the console and what the server left.
-    fn boot(&self, s: &Scenario, dir: &Path) -> Result<(Console, Option<Stopped>)> {
+    /// and returns the console and what the servers left (the first one,
+    /// then one per hot-plug the guest asked for).
+    fn boot(&self, s: &Scenario, dir: &Path) -> Result<(Console, Vec<Stopped>)> {
         let dir = boot_dir(dir)?;
         let sockets = qemu::socket_dir(&dir)?;
-        let server = match (s.device, self.device) {
-            (true, Some(bin)) => Some(DeviceServer::start(bin, &dir, &sockets)?),
+        let bin = match (s.device, self.device) {
+            (true, Some(bin)) => Some(bin),
             (true, None) => bail!(
                 "scenario {} needs the device server, which was not built",
                 s.name
             ),
             (false, _) => None,
         };
+        let mut servers = Vec::new();
+        if let Some(bin) = bin {
+            servers.push(DeviceServer::start(bin, &dir, &sockets)?);
+        }
         let mut g = self.guest(s, &dir);
-        if let Some(server) = &server {
+        if let Some(server) = servers.first() {
             g.extra_args
                 .extend(["-device".into(), server.qemu_device()]);
         }
         let mut actions = std::fs::File::create(dir.join("host-actions.log"))?;
-        let console = g.run(s.timeout, |line, _qmp| {
+        let mut unplugs = 0;
+        let console = g.run(s.timeout, |line, qmp| {
+            let text = console::strip_timestamp(line);
             // `pcirig: device {json}` asks the host to send a control request
-            // (e.g. set a fault knob) to the device server.
-            if let Some(req) = console::strip_timestamp(line).strip_prefix("pcirig: device ") {
-                let reply = match (&server, serde_json::from_str(req)) {
+            // (e.g. set a fault knob) to the device server attached now.
+            if let Some(req) = text.strip_prefix("pcirig: device ") {
+                let reply = match (servers.last(), serde_json::from_str(req)) {
                     (Some(server), Ok(req)) => server
                         .request(req)
                         .map_or_else(|e| format!("error: {e:#}"), |r| r.to_string()),
@@ -196,9 +212,46 @@ impl Rig<'_> {
                 };
                 writeln!(actions, "{req} -> {reply}")?;
             }
+            // `pcirig: host unplug|replug` asks for a hot-unplug (QMP
+            // device_del) or a hot-plug of a fresh device server.
+            if let Some(action) = text.strip_prefix("pcirig: host ") {
+                let result = match (action.trim(), bin) {
+                    ("unplug", _) => {
+                        unplugs += 1;
+                        qmp.execute("device_del", serde_json::json!({ "id": device::QEMU_ID }))
+                            .map(|_| "device_del sent".to_string())
+                    }
+                    ("replug", Some(bin)) => (|| {
+                        // The id is free once QEMU has finished the unplug.
+                        qmp.wait_events(
+                            "DEVICE_DELETED",
+                            device::deleted,
+                            unplugs,
+                            Duration::from_secs(30),
+                        )?;
+                        let d = boot_dir(&dir.join(format!("replug-{}", servers.len())))?;
+                        let server = DeviceServer::start(bin, &d, &qemu::socket_dir(&d)?)?;
+                        let r = qmp.execute("device_add", server.device_add());
+                        servers.push(server);
+                        r.map(|_| format!("device_add with the server in {}", d.display()))
+                    })(),
+                    ("replug", None) => Err(anyhow::anyhow!("no device server in this scenario")),
+                    (other, _) => Err(anyhow::anyhow!(
+                        "unknown host action `{other}`; valid: unplug, replug"
+                    )),
+                };
+                writeln!(
+                    actions,
+                    "host {action} -> {}",
+                    result.unwrap_or_else(|e| format!("error: {e:#}"))
+                )?;
+            }
             Ok(())
         });
-        let stopped = server.map(DeviceServer::stop).transpose()?;
+        let stopped = servers
+            .into_iter()
+            .map(DeviceServer::stop)
+            .collect::<Result<Vec<_>>>()?;
         if sockets != dir {
             let _ = std::fs::remove_dir_all(&sockets);
         }
@@ -215,7 +268,7 @@ impl Rig<'_> {
             scenario::Kind::CompileFail => self.compile_fail(),
             scenario::Kind::IdTable => self.id_table(),
             _ => self.boot(s, dir).map(|(c, device)| {
-                let j = scenario::judge(s, &c, device.as_ref());
+                let j = scenario::judge(s, &c, &device);
                 (j.verdict, j.reason)
             }),
         };
@@ -272,7 +325,7 @@ impl Rig<'_> {
         for (name, expect, secs) in cases {
             let s = Scenario::plain(name, Duration::from_secs(secs));
             let (c, _) = self.boot(&s, &dir.join(name))?;
-            let j = scenario::judge(&s, &c, None);
+            let j = scenario::judge(&s, &c, &[]);
             let first = j.reason.lines().next().unwrap_or("").to_string();
             if j.cause == Some(expect) {
                 seen.push(format!("{name}: {first}"));

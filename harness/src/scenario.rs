@@ -24,6 +24,8 @@ pub struct Scenario {
     pub device: bool,
     /// More QEMU arguments for this boot (e.g. a stock device to bind).
     pub qemu_args: &'static [&'static str],
+    /// More still, on x86_64 only (q35's ACPI hotplug switch).
+    pub x86_qemu_args: &'static [&'static str],
     /// What our driver must have done, judged from its lines and the device log.
     pub driver: Option<DriverExpect>,
 }
@@ -38,8 +40,14 @@ pub struct DriverExpect {
     /// Every `# mmio` access the driver reports must be in the device log.
     pub mmio: bool,
     /// After `remove_done`, the device log shows no BAR access; the worker
-    /// stopped because remove() asked; the kept handle was refused.
+    /// stopped because remove() asked (or `gave_up` says why); the kept
+    /// handle was refused.
     pub unbind: bool,
+    /// QMP DEVICE_DELETED events for our device.
+    pub unplugs: usize,
+    /// The worker gave up by itself, for this reason (e.g. `Gone`), before
+    /// remove() asked.
+    pub gave_up: Option<&'static str>,
 }
 
 const fn driver(
@@ -55,6 +63,8 @@ const fn driver(
         refused,
         mmio,
         unbind,
+        unplugs: 0,
+        gave_up: None,
     })
 }
 
@@ -75,6 +85,7 @@ impl Scenario {
             kind: Kind::Runner,
             device: false,
             qemu_args: &[],
+            x86_qemu_args: &[],
             driver: None,
         }
     }
@@ -112,6 +123,7 @@ pub const BOOT: Scenario = Scenario {
     kind: Kind::Runner,
     device: false,
     qemu_args: &[],
+    x86_qemu_args: &[],
     driver: None,
 };
 
@@ -125,6 +137,7 @@ pub const KUNIT: Scenario = Scenario {
     device: false,
     // The pci module's doc examples bind QEMU's own test device.
     qemu_args: &["-device", "pci-testdev"],
+    x86_qemu_args: &[],
     driver: None,
 };
 
@@ -139,6 +152,7 @@ pub const HARNESS_SELFTEST: Scenario = Scenario {
     kind: Kind::SelfTest,
     device: false,
     qemu_args: &[],
+    x86_qemu_args: &[],
     driver: None,
 };
 
@@ -167,6 +181,7 @@ pub const DEVICE: Scenario = Scenario {
     kind: Kind::Device,
     device: true,
     qemu_args: &[],
+    x86_qemu_args: &[],
     driver: None,
 };
 
@@ -195,6 +210,7 @@ const fn driver_scenario(
         kind: Kind::Runner,
         device: true,
         qemu_args: &[],
+        x86_qemu_args: &[],
         driver: expect,
     }
 }
@@ -236,6 +252,42 @@ pub const PROBE_ERROR: Scenario = driver_scenario(
     driver(1, 0, 1, false, false),
 );
 
+pub const HOTUNPLUG: Scenario = Scenario {
+    x86_qemu_args: &["-global", "ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off"],
+    ..driver_scenario(
+        "hotunplug-pciehp",
+        "QMP device_del while the worker is busy (native PCIe hotplug): remove once, no access after it; device_add: probes again",
+        180,
+        Some(DriverExpect {
+            probes: 2,
+            removes: 1,
+            refused: 0,
+            mmio: true,
+            unbind: true,
+            unplugs: 1,
+            gave_up: None,
+        }),
+    )
+};
+
+pub const SURPRISE: Scenario = Scenario {
+    x86_qemu_args: HOTUNPLUG.x86_qemu_args,
+    ..driver_scenario(
+        "surprise",
+        "the device reads all-ones while the worker is busy: it gives up by itself; then device_del: remove once, no Oops",
+        180,
+        Some(DriverExpect {
+            probes: 1,
+            removes: 1,
+            refused: 0,
+            mmio: true,
+            unbind: true,
+            unplugs: 1,
+            gave_up: Some("Gone"),
+        }),
+    )
+};
+
 pub const ALL: &[&Scenario] = &[
     &BOOT,
     &KUNIT,
@@ -249,6 +301,8 @@ pub const ALL: &[&Scenario] = &[
     &REBIND,
     &MODULES,
     &PROBE_ERROR,
+    &HOTUNPLUG,
+    &SURPRISE,
     &HARNESS_SELFTEST,
 ];
 
@@ -289,7 +343,7 @@ impl Judgement {
 const DONE: &str = "pcirig: done";
 
 /// Judges one boot; `device` is what the device server left, when attached.
-pub fn judge(s: &Scenario, c: &Console, device: Option<&Stopped>) -> Judgement {
+pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
     let text: Vec<&str> = c
         .lines
         .iter()
@@ -301,7 +355,13 @@ pub fn judge(s: &Scenario, c: &Console, device: Option<&Stopped>) -> Judgement {
             format!("{}: {line}\n{excerpt}", kind.name()),
         );
     }
-    if let Some(status) = device.and_then(|d| d.died) {
+    // A server whose device was unplugged may end cleanly when QEMU hangs up.
+    let unplugged = s.driver.is_some_and(|d| d.unplugs > 0);
+    if let Some(status) = device
+        .iter()
+        .find_map(|d| d.died)
+        .filter(|st| !(unplugged && st.success()))
+    {
         return Judgement::fail(
             Cause::Device,
             format!("the device server died during the boot ({status}); see device-stderr.log"),
@@ -366,7 +426,8 @@ pub fn judge(s: &Scenario, c: &Console, device: Option<&Stopped>) -> Judgement {
     let mut backed = String::new();
     if s.kind == Kind::Device {
         let claims: Vec<Claimed> = text.iter().filter_map(|l| device::parse_claim(l)).collect();
-        let log = device.map_or(&[][..], |d| &d.log[..]);
+        let log: Vec<Access> = device.iter().flat_map(|d| d.log.iter().cloned()).collect();
+        let log = &log[..];
         if claims.is_empty() {
             return Judgement::fail(Cause::Checks, "the guest reported no MMIO accesses".into());
         }
@@ -380,7 +441,7 @@ pub fn judge(s: &Scenario, c: &Console, device: Option<&Stopped>) -> Judgement {
         );
     }
     if let Some(want) = s.driver {
-        match judge_driver(&want, &c.lines, device.map_or(&[][..], |d| &d.log[..])) {
+        match judge_driver(&want, c, device) {
             Ok(summary) => backed.push_str(&summary),
             Err(e) => return Judgement::fail(Cause::Device, e),
         }
@@ -399,7 +460,11 @@ pub fn judge(s: &Scenario, c: &Console, device: Option<&Stopped>) -> Judgement {
 }
 
 /// The driver did what `want` says, and the device log agrees.
-fn judge_driver(want: &DriverExpect, lines: &[String], log: &[Access]) -> Result<String, String> {
+fn judge_driver(want: &DriverExpect, c: &Console, device: &[Stopped]) -> Result<String, String> {
+    let lines = &c.lines[..];
+    // Servers in attach order: their logs end to end are the device's history.
+    let log: Vec<Access> = device.iter().flat_map(|d| d.log.iter().cloned()).collect();
+    let log = &log[..];
     let r = driver::report(lines);
     let counts = [
         ("probe_done", want.probes),
@@ -450,8 +515,30 @@ fn judge_driver(want: &DriverExpect, lines: &[String], log: &[Access]) -> Result
             claims.len()
         ));
     }
+    let deleted = c.events.iter().filter(|e| device::deleted(e)).count();
+    if deleted != want.unplugs {
+        return Err(format!(
+            "QEMU reported DEVICE_DELETED for `{}` {deleted} times, expected {}",
+            device::QEMU_ID,
+            want.unplugs
+        ));
+    }
+    if want.unplugs > 0 {
+        summary.push_str(&format!(", {deleted} DEVICE_DELETED"));
+    }
+    if let Some(reason) = want.gave_up {
+        let why = r.event("worker_gave_up").unwrap_or("");
+        if !why.starts_with(&format!("reason={reason}")) {
+            return Err(format!(
+                "the worker did not give up with reason={reason} by itself: `{why}`"
+            ));
+        }
+        summary.push_str(&format!(", worker gave up: {why}"));
+    }
     if want.unbind {
-        let late = driver::accesses_after_remove(lines, log)?;
+        // Remove ran while the first server was attached.
+        let first = device.first().map_or(&[][..], |d| &d.log[..]);
+        let late = driver::accesses_after_remove(lines, first)?;
         if let Some(a) = late.first() {
             return Err(format!(
                 "{} BAR accesses after remove_done, first: {a:?}",
@@ -459,7 +546,8 @@ fn judge_driver(want: &DriverExpect, lines: &[String], log: &[Access]) -> Result
             ));
         }
         let stopped = r.event("worker_stopped").unwrap_or("");
-        if !stopped.starts_with("reason=Asked") {
+        let reason = want.gave_up.unwrap_or("Asked");
+        if !stopped.starts_with(&format!("reason={reason}")) {
             return Err(format!(
                 "the worker did not stop on remove's request: `{stopped}`"
             ));
@@ -556,14 +644,14 @@ mod tests {
 
     #[test]
     fn a_clean_boot_passes() {
-        let j = judge(&BOOT, &console(GOOD, false), None);
+        let j = judge(&BOOT, &console(GOOD, false), &[]);
         assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
         assert!(j.reason.starts_with("2/2 guest checks ok"), "{}", j.reason);
     }
 
     #[test]
     fn a_timeout_fails_with_the_last_lines() {
-        let j = judge(&BOOT, &console(&GOOD[..4], true), None);
+        let j = judge(&BOOT, &console(&GOOD[..4], true), &[]);
         assert_eq!(j.cause, Some(Cause::Timeout));
         assert!(j.reason.starts_with("timeout after 120 s without powering off (last line: rust_minimal: Rust minimal sample (init))"), "{}", j.reason);
     }
@@ -575,7 +663,7 @@ mod tests {
             5,
             "[    0.55] WARNING: CPU: 0 PID: 1 at lib/x.c:1 f+0x0/0x1",
         );
-        let j = judge(&BOOT, &console(&lines, false), None);
+        let j = judge(&BOOT, &console(&lines, false), &[]);
         assert_eq!(j.cause, Some(Cause::Splat(Splat::Warning)));
         assert!(
             j.reason
@@ -590,13 +678,13 @@ mod tests {
         let mut bad = GOOD.to_vec();
         bad[7] = "not ok 2 rmmod_rust_minimal # rmmod: can't unload";
         assert_eq!(
-            judge(&BOOT, &console(&bad, false), None).cause,
+            judge(&BOOT, &console(&bad, false), &[]).cause,
             Some(Cause::Checks)
         );
 
         let mut short = GOOD.to_vec();
         short.remove(7);
-        let j = judge(&BOOT, &console(&short, false), None);
+        let j = judge(&BOOT, &console(&short, false), &[]);
         assert!(
             j.reason.contains("planned 2 checks but reported 1"),
             "{}",
@@ -605,10 +693,10 @@ mod tests {
 
         let mut no_exit = GOOD.to_vec();
         no_exit.remove(6);
-        let j = judge(&BOOT, &console(&no_exit, false), None);
+        let j = judge(&BOOT, &console(&no_exit, false), &[]);
         assert!(j.reason.contains("(exit)"), "{}", j.reason);
 
-        let j = judge(&BOOT, &console(&GOOD[..8], false), None);
+        let j = judge(&BOOT, &console(&GOOD[..8], false), &[]);
         assert_eq!(j.cause, Some(Cause::Unfinished));
     }
 
@@ -624,13 +712,13 @@ mod tests {
             "ok 1 rust_doctests_kernel",
             "pcirig: done",
         ];
-        let j = judge(&KUNIT, &console(&good, false), None);
+        let j = judge(&KUNIT, &console(&good, false), &[]);
         assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
         assert!(j.reason.contains("io 1/1, revocable 1/1"), "{}", j.reason);
 
         let mut failing = good.to_vec();
         failing[5] = "    not ok 2 rust_doctest_kernel_io_rs_0";
-        let j = judge(&KUNIT, &console(&failing, false), None);
+        let j = judge(&KUNIT, &console(&failing, false), &[]);
         assert!(
             j.reason.contains("not ok 2 rust_doctest_kernel_io_rs_0"),
             "{}",
@@ -639,11 +727,11 @@ mod tests {
 
         let mut short = good.to_vec();
         short.remove(5);
-        assert!(judge(&KUNIT, &console(&short, false), None)
+        assert!(judge(&KUNIT, &console(&short, false), &[])
             .reason
             .contains("planned Some(2) tests, 1 ran"));
         assert_eq!(
-            judge(&KUNIT, &console(&good[7..], false), None).cause,
+            judge(&KUNIT, &console(&good[7..], false), &[]).cause,
             Some(Cause::Checks)
         );
     }
@@ -678,6 +766,9 @@ mod tests {
         .map(|s| s.to_string())
         .collect();
         let want = UNBIND.driver.unwrap();
+        let judge_driver = |want: &DriverExpect, lines: &[String], log: &[Access]| {
+            judge_driver(want, &console_of(lines, vec![]), &stopped(log))
+        };
         let log = vec![
             access(1, 0, 0x7072_6967, "read"),
             access(2, 0, 0x7072_6967, "read"),
@@ -708,6 +799,65 @@ mod tests {
         assert!(judge_driver(&want, &lines, &log[2..])
             .unwrap_err()
             .contains("not in the device log"));
+    }
+
+    fn console_of(lines: &[String], events: Vec<serde_json::Value>) -> Console {
+        Console {
+            lines: lines.to_vec(),
+            timed_out: false,
+            exit: None,
+            elapsed: Duration::ZERO,
+            events,
+        }
+    }
+
+    fn stopped(log: &[Access]) -> Vec<Stopped> {
+        use std::os::unix::process::ExitStatusExt;
+        vec![Stopped {
+            died: None,
+            status: std::process::ExitStatus::from_raw(0),
+            log: log.to_vec(),
+        }]
+    }
+
+    #[test]
+    fn surprise_needs_the_worker_to_give_up_and_qemu_to_delete_the_device() {
+        let lines: Vec<String> = [
+            "pci_rig 0000:01:00.0: event probe_begin",
+            "pci_rig 0000:01:00.0: # mmio r bar0 0x0 4 0x70726967",
+            "pci_rig 0000:01:00.0: step identify ok magic=0x70726967",
+            "pci_rig 0000:01:00.0: event probe_done",
+            "pci_rig 0000:01:00.0: event worker_gave_up reason=Gone accesses=7",
+            "pci_rig 0000:01:00.0: event remove_begin",
+            "pci_rig 0000:01:00.0: event worker_stopped reason=Gone accesses=7",
+            "pci_rig 0000:01:00.0: # mmio w bar0 0x50 4 0x1",
+            "pci_rig 0000:01:00.0: event remove_done",
+            "pci_rig 0000:01:00.0: event kept_handle refused",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let log = [
+            access(1, 0, 0x7072_6967, "read"),
+            access(2, 0x50, 1, "write"),
+        ];
+        let deleted = serde_json::json!({"event": "DEVICE_DELETED", "data": {"device": "pcirig"}});
+        let want = SURPRISE.driver.unwrap();
+        let ok = judge_driver(
+            &want,
+            &console_of(&lines, vec![deleted.clone()]),
+            &stopped(&log),
+        );
+        assert!(ok.unwrap().contains("worker gave up: reason=Gone"));
+
+        let e = judge_driver(&want, &console_of(&lines, vec![]), &stopped(&log)).unwrap_err();
+        assert!(e.contains("DEVICE_DELETED"), "{e}");
+
+        let mut asked = lines.clone();
+        asked.remove(4);
+        let e =
+            judge_driver(&want, &console_of(&asked, vec![deleted]), &stopped(&log)).unwrap_err();
+        assert!(e.contains("did not give up"), "{e}");
     }
 
     #[test]
