@@ -125,9 +125,88 @@ pub fn table(results: &[Outcome]) -> String {
     t
 }
 
+/// One row per arch and scenario for repeated runs: failed if any run
+/// failed; the note counts passes and gives the median and slowest time.
+pub fn per_scenario(results: &[Outcome]) -> Vec<Outcome> {
+    let mut rows: Vec<Outcome> = Vec::new();
+    let mut groups: Vec<(&str, &str, Vec<&Outcome>)> = Vec::new();
+    for r in results {
+        match groups
+            .iter_mut()
+            .find(|(a, s, _)| *a == r.arch && *s == r.scenario)
+        {
+            Some((_, _, runs)) => runs.push(r),
+            None => groups.push((&r.arch, &r.scenario, vec![r])),
+        }
+    }
+    for (arch, scenario, runs) in groups {
+        let mut times: Vec<f64> = runs.iter().map(|r| r.duration_s).collect();
+        times.sort_by(f64::total_cmp);
+        let passed = runs.iter().filter(|r| r.verdict == Verdict::Pass).count();
+        let failed: Vec<&&Outcome> = runs.iter().filter(|r| r.verdict == Verdict::Fail).collect();
+        let mut note = format!(
+            "{passed}/{} passed, median {:.1} s, slowest {:.1} s",
+            runs.len(),
+            times[times.len() / 2],
+            times[times.len() - 1]
+        );
+        if let Some(f) = failed.first() {
+            note.push_str(&format!(
+                "; first failure ({}): {}",
+                f.log,
+                f.reason.lines().next().unwrap_or("")
+            ));
+        }
+        rows.push(Outcome {
+            arch: arch.to_string(),
+            scenario: scenario.to_string(),
+            verdict: if !failed.is_empty() {
+                Verdict::Fail
+            } else if passed == 0 {
+                Verdict::Skip
+            } else {
+                Verdict::Pass
+            },
+            duration_s: times.iter().sum(),
+            log: runs[0].log.clone(),
+            reason: note,
+        });
+    }
+    rows
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn repeated_runs_fold_into_one_row_each() {
+        let run = |arch: &str, verdict, secs: f64| Outcome {
+            arch: arch.into(),
+            scenario: "surprise".into(),
+            verdict,
+            duration_s: secs,
+            log: format!("target/pci-rig/r1/{arch}-surprise-{secs}"),
+            reason: "why".into(),
+        };
+        let rows = per_scenario(&[
+            run("x86_64", Verdict::Pass, 3.0),
+            run("x86_64", Verdict::Fail, 9.0),
+            run("x86_64", Verdict::Pass, 4.0),
+            run("arm64", Verdict::Pass, 2.0),
+        ]);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].verdict, Verdict::Fail);
+        assert!(
+            rows[0]
+                .reason
+                .starts_with("2/3 passed, median 4.0 s, slowest 9.0 s; first failure (target/pci-rig/r1/x86_64-surprise-9): why"),
+            "{}",
+            rows[0].reason
+        );
+        assert_eq!(rows[1].verdict, Verdict::Pass);
+        assert_eq!(rows[1].reason, "1/1 passed, median 2.0 s, slowest 2.0 s");
+    }
 
     fn sample() -> Vec<Outcome> {
         let o = |scenario: &str, verdict, reason: &str| Outcome {

@@ -421,6 +421,8 @@ pub struct TestOptions {
     pub scenarios: Vec<&'static Scenario>,
     pub flavor: Flavor,
     pub unit_tests: bool,
+    /// Runs of each scenario (soak: many).
+    pub repeat: usize,
 }
 
 /// `cargo xtask test`. Returns whether every verdict passed.
@@ -441,8 +443,16 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
         let started = Instant::now();
         let with_driver = opts.scenarios.iter().any(|s| s.needs_driver());
         let prepared = prepare(paths, &tc, arch, &opts.flavor, &dir, with_driver);
-        for s in &opts.scenarios {
-            let log = dir.join(format!("{arch}-{}", s.name));
+        let runs = opts
+            .scenarios
+            .iter()
+            .flat_map(|s| (1..=opts.repeat).map(move |i| (s, i)));
+        for (s, i) in runs {
+            let log = if opts.repeat == 1 {
+                dir.join(format!("{arch}-{}", s.name))
+            } else {
+                dir.join(format!("{arch}-{}-{i:03}", s.name))
+            };
             let t = Instant::now();
             let (verdict, reason) = match &prepared {
                 Ok(p) => Rig {
@@ -459,8 +469,13 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
             };
             let duration_s = t.elapsed().as_secs_f64();
             eprintln!(
-                "test: {arch} {}: {:?} in {duration_s:.1} s — {}",
+                "test: {arch} {}{}: {:?} in {duration_s:.1} s — {}",
                 s.name,
+                if opts.repeat == 1 {
+                    String::new()
+                } else {
+                    format!(" ({i}/{})", opts.repeat)
+                },
                 verdict,
                 reason.lines().next().unwrap_or("")
             );
@@ -487,7 +502,11 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
         );
     }
     report::write_files(&dir, &results)?;
-    println!("\n{}", report::table(&results));
+    if opts.repeat == 1 {
+        println!("\n{}", report::table(&results));
+    } else {
+        println!("\n{}", report::table(&report::per_scenario(&results)));
+    }
     println!("report: {}", dir.join("report.json").display());
     Ok(results.iter().all(|r| r.verdict != Verdict::Fail))
 }

@@ -306,6 +306,10 @@ pub const ALL: &[&Scenario] = &[
     &HARNESS_SELFTEST,
 ];
 
+/// What `cargo xtask test --soak` repeats: the device going away under a
+/// busy driver.
+pub const SOAK: &[&Scenario] = &[&HOTUNPLUG, &SURPRISE];
+
 pub fn find(name: &str) -> Result<&'static Scenario, String> {
     ALL.iter().copied().find(|s| s.name == name).ok_or_else(|| {
         let names: Vec<&str> = ALL.iter().map(|s| s.name).collect();

@@ -54,6 +54,13 @@ enum Cmd {
         /// Skip `cargo test --workspace`.
         #[arg(long)]
         no_unit_tests: bool,
+        /// Run each scenario N times.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        repeat: u32,
+        /// Soak: the hot-unplug scenarios only, 100 times each (or --repeat
+        /// times), without the unit tests; not part of the default run.
+        #[arg(long, conflicts_with = "scenario")]
+        soak: bool,
     },
 }
 
@@ -119,12 +126,21 @@ fn run_cli(cli: Cli) -> Result<bool> {
             scenario,
             debug,
             no_unit_tests,
+            repeat,
+            soak,
         } => {
+            let scenarios = match (soak, scenario) {
+                (true, _) => scenario::SOAK.to_vec(),
+                (false, Some(s)) => vec![s],
+                (false, None) => scenario::ALL.to_vec(),
+            };
+            let repeat = if soak && repeat == 1 { 100 } else { repeat };
             let opts = run::TestOptions {
                 arches: arch.0,
-                scenarios: scenario.map_or_else(|| scenario::ALL.to_vec(), |s| vec![s]),
+                scenarios,
                 flavor: flavor(debug),
-                unit_tests: !no_unit_tests,
+                unit_tests: !no_unit_tests && !soak,
+                repeat: repeat as usize,
             };
             return run::test(&paths, &opts);
         }
