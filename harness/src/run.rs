@@ -260,6 +260,14 @@ impl Rig<'_> {
 
     /// Runs one scenario and judges it.
     fn run_scenario(&self, s: &Scenario, dir: &Path) -> (Verdict, String) {
+        let arch = self.p.kernel.arch;
+        if !s.only_on.is_empty() && !s.only_on.contains(&arch) {
+            let on: Vec<&str> = s.only_on.iter().map(|a| a.name()).collect();
+            return (
+                Verdict::Skip,
+                format!("{} only; not applicable to {arch}", on.join(", ")),
+            );
+        }
         if let (true, Err(e)) = (s.needs_driver(), &self.p.driver) {
             return (Verdict::Fail, format!("the driver did not build: {e}"));
         }

@@ -2,6 +2,7 @@
 //! guest's word alone: besides the runner's KTAP, the kernel's own lines,
 //! the absence of any splat and a clean poweroff all have to agree.
 
+use crate::arch::Arch;
 use crate::console::{self, Splat};
 use crate::device::{self, Access, Claimed, Stopped};
 use crate::driver;
@@ -26,6 +27,8 @@ pub struct Scenario {
     pub qemu_args: &'static [&'static str],
     /// More still, on x86_64 only (q35's ACPI hotplug switch).
     pub x86_qemu_args: &'static [&'static str],
+    /// The architectures it applies to (empty: all); elsewhere it is skipped.
+    pub only_on: &'static [Arch],
     /// What our driver must have done, judged from its lines and the device log.
     pub driver: Option<DriverExpect>,
 }
@@ -86,6 +89,7 @@ impl Scenario {
             device: false,
             qemu_args: &[],
             x86_qemu_args: &[],
+            only_on: &[],
             driver: None,
         }
     }
@@ -124,6 +128,7 @@ pub const BOOT: Scenario = Scenario {
     device: false,
     qemu_args: &[],
     x86_qemu_args: &[],
+    only_on: &[],
     driver: None,
 };
 
@@ -138,6 +143,7 @@ pub const KUNIT: Scenario = Scenario {
     // The pci module's doc examples bind QEMU's own test device.
     qemu_args: &["-device", "pci-testdev"],
     x86_qemu_args: &[],
+    only_on: &[],
     driver: None,
 };
 
@@ -153,6 +159,7 @@ pub const HARNESS_SELFTEST: Scenario = Scenario {
     device: false,
     qemu_args: &[],
     x86_qemu_args: &[],
+    only_on: &[],
     driver: None,
 };
 
@@ -182,6 +189,7 @@ pub const DEVICE: Scenario = Scenario {
     device: true,
     qemu_args: &[],
     x86_qemu_args: &[],
+    only_on: &[],
     driver: None,
 };
 
@@ -211,6 +219,7 @@ const fn driver_scenario(
         device: true,
         qemu_args: &[],
         x86_qemu_args: &[],
+        only_on: &[],
         driver: expect,
     }
 }
@@ -270,6 +279,16 @@ pub const HOTUNPLUG: Scenario = Scenario {
     )
 };
 
+/// The same with ACPI hotplug (q35's default for its root ports): acpiphp
+/// ejects the device.
+pub const HOTUNPLUG_ACPI: Scenario = Scenario {
+    name: "hotunplug-acpi",
+    about: "as hotunplug-pciehp, with q35's ACPI PCI hotplug (acpiphp) doing the eject",
+    x86_qemu_args: &[],
+    only_on: &[Arch::X86_64],
+    ..HOTUNPLUG
+};
+
 pub const SURPRISE: Scenario = Scenario {
     x86_qemu_args: HOTUNPLUG.x86_qemu_args,
     ..driver_scenario(
@@ -302,13 +321,14 @@ pub const ALL: &[&Scenario] = &[
     &MODULES,
     &PROBE_ERROR,
     &HOTUNPLUG,
+    &HOTUNPLUG_ACPI,
     &SURPRISE,
     &HARNESS_SELFTEST,
 ];
 
 /// What `cargo xtask test --soak` repeats: the device going away under a
 /// busy driver.
-pub const SOAK: &[&Scenario] = &[&HOTUNPLUG, &SURPRISE];
+pub const SOAK: &[&Scenario] = &[&HOTUNPLUG, &HOTUNPLUG_ACPI, &SURPRISE];
 
 pub fn find(name: &str) -> Result<&'static Scenario, String> {
     ALL.iter().copied().find(|s| s.name == name).ok_or_else(|| {

@@ -1,0 +1,3 @@
+# hotunplug-acpi: the hotunplug-pciehp steps; only the machine differs (q35 with
+# ACPI PCI hotplug: acpiphp ejects the device through _EJ0).
+. /scenarios/hotunplug-pciehp.sh
