@@ -236,8 +236,22 @@ impl Rig<'_> {
                         r.map(|_| format!("device_add with the server in {}", d.display()))
                     })(),
                     ("replug", None) => Err(anyhow::anyhow!("no device server in this scenario")),
+                    (aer, _) if aer.starts_with("aer ") => {
+                        // HMP only; it answers in text, errors starting "Error".
+                        let cmd = format!("pcie_aer_inject_error {}", &aer[4..]);
+                        qmp.execute(
+                            "human-monitor-command",
+                            serde_json::json!({ "command-line": cmd }),
+                        )
+                        .and_then(|out| {
+                            match out.as_str().unwrap_or("").trim() {
+                                "" => Ok(format!("{cmd}: done")),
+                                said => Err(anyhow::anyhow!("{cmd}: {said}")),
+                            }
+                        })
+                    }
                     (other, _) => Err(anyhow::anyhow!(
-                        "unknown host action `{other}`; valid: unplug, replug"
+                        "unknown host action `{other}`; valid: unplug, replug, aer ID ERROR"
                     )),
                 };
                 writeln!(

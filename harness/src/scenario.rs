@@ -323,8 +323,22 @@ pub const ALL: &[&Scenario] = &[
     &HOTUNPLUG,
     &HOTUNPLUG_ACPI,
     &SURPRISE,
+    &AER,
     &HARNESS_SELFTEST,
 ];
+
+pub const AER: Scenario = Scenario {
+    kernel_lines: &[
+        "AER: Correctable error message received",
+        "AER: Uncorrectable (Non-Fatal) error message received",
+    ],
+    ..driver_scenario(
+        "aer",
+        "correctable, then uncorrectable non-fatal AER errors injected at the device's root port: the guest survives, the driver stays bound",
+        180,
+        driver(1, 0, 0, true, false),
+    )
+};
 
 /// What `cargo xtask test --soak` repeats: the device going away under a
 /// busy driver.
