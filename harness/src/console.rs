@@ -11,6 +11,8 @@ pub enum Splat {
     Sanitizer,
     Lockdep,
     RcuStall,
+    /// A kmemleak report (the debug flavour scans at the end of each boot).
+    Leak,
 }
 
 impl Splat {
@@ -23,6 +25,7 @@ impl Splat {
             Splat::Sanitizer => "sanitizer report",
             Splat::Lockdep => "lockdep splat",
             Splat::RcuStall => "RCU stall",
+            Splat::Leak => "kmemleak report",
         }
     }
 }
@@ -53,6 +56,8 @@ pub fn classify(line: &str) -> Option<Splat> {
         ("possible recursive locking detected", Splat::Lockdep),
         ("suspicious RCU usage", Splat::Lockdep),
         ("detected stalls on CPUs", Splat::RcuStall),
+        ("unreferenced object 0x", Splat::Leak),
+        ("suspected memory leaks", Splat::Leak),
         ("self-detected stall on CPU", Splat::RcuStall),
         ("Oops:", Splat::Oops),
         ("Internal error: Oops", Splat::Oops),
@@ -102,6 +107,8 @@ mod tests {
             ("[    2.1] kernel BUG at mm/slub.c:123!", Splat::Bug),
             ("[    2.1] BUG: unable to handle page fault for address: ffff", Splat::Bug),
             ("[    2.1] BUG: KASAN: use-after-free in foo+0x1/0x2", Splat::Sanitizer),
+            ("unreferenced object 0xffff8880012a3c00 (size 64):", Splat::Leak),
+            ("[    9.9] kmemleak: 1 new suspected memory leaks (see /sys/kernel/debug/kmemleak)", Splat::Leak),
             ("[    2.1] UBSAN: shift-out-of-bounds in lib/x.c:1:2", Splat::Sanitizer),
             ("[    2.1] WARNING: CPU: 0 PID: 1 at drivers/misc/lkdtm/bugs.c:1 lkdtm_WARNING+0x1/0x2", Splat::Warning),
             ("[    2.1] WARNING: possible circular locking dependency detected", Splat::Lockdep),

@@ -286,7 +286,14 @@ fn configure(
 ) -> Result<()> {
     let configs = paths.root.join("guest-kernel/configs");
     let mut names = vec!["base".to_string(), arch.name().to_string()];
-    names.extend(flavor.extra.iter().cloned());
+    for extra in &flavor.extra {
+        names.push(extra.clone());
+        // A flavour may ask more of one arch (e.g. KASAN where Rust allows it).
+        let per_arch = format!("{extra}-{arch}");
+        if configs.join(format!("{per_arch}.config")).exists() {
+            names.push(per_arch);
+        }
+    }
     let mut merged = String::new();
     let mut wanted = Vec::new();
     for n in &names {
