@@ -68,7 +68,14 @@ pub fn prepare(
     let driver = paths.root.join("guest-kernel/driver");
     let mut modules: Vec<PathBuf> = MODULES.iter().map(|m| kernel.module(m)).collect();
     let driver = if with_driver {
+        // The driver, and its benchmarking sibling (loaded only by `bench`).
+        let bench = paths.root.join("guest-kernel/bench");
         kernel::build_external(tc, &kernel, &driver, "pci_rig")
+            .and_then(|ko| {
+                let bench = kernel::build_external(tc, &kernel, &bench, "pci_rig_bench")?;
+                modules.push(bench);
+                Ok(ko)
+            })
             .inspect(|ko| modules.push(ko.clone()))
             .map_err(|e| format!("{e:#}"))
     } else {

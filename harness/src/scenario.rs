@@ -74,7 +74,7 @@ const fn driver(
 impl Scenario {
     /// Whether our driver must be built for this scenario.
     pub fn needs_driver(&self) -> bool {
-        self.driver.is_some() || self.kind == Kind::IdTable
+        self.driver.is_some() || matches!(self.kind, Kind::IdTable | Kind::Bench)
     }
 
     /// A guest-side script judged by the common checks only.
@@ -113,6 +113,8 @@ pub enum Kind {
     /// No boot: our driver's `.ko` keeps its PCI id table in read-only data,
     /// ending in a zero sentinel.
     IdTable,
+    /// The runner's KTAP; the `bench` lines it printed go into the note.
+    Bench,
 }
 
 pub const BOOT: Scenario = Scenario {
@@ -324,6 +326,7 @@ pub const ALL: &[&Scenario] = &[
     &HOTUNPLUG_ACPI,
     &SURPRISE,
     &AER,
+    &BENCH,
     &HARNESS_SELFTEST,
 ];
 
@@ -338,6 +341,18 @@ pub const AER: Scenario = Scenario {
         180,
         driver(1, 0, 0, true, false),
     )
+};
+
+/// Figures, not a verdict on them: MMIO read cost on our device against
+/// QEMU's pci-testdev in the same boot, and BAR2 throughput.
+pub const BENCH: Scenario = Scenario {
+    name: "bench",
+    about:
+        "pci_rig_bench: median register read on our device vs pci-testdev, BAR2 window throughput",
+    kind: Kind::Bench,
+    device: true,
+    qemu_args: &["-device", "pci-testdev"],
+    ..Scenario::plain("bench", Duration::from_secs(180))
 };
 
 /// What `cargo xtask test --soak` repeats: the device going away under a
@@ -477,6 +492,13 @@ pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
             ", all {} reported MMIO accesses found in order in the device log ({bar} BAR accesses logged)",
             claims.len()
         );
+    }
+    if s.kind == Kind::Bench {
+        for l in &text {
+            if let Some((_, figures)) = l.split_once(": bench ") {
+                backed.push_str(&format!(", {figures}"));
+            }
+        }
     }
     if let Some(want) = s.driver {
         match judge_driver(&want, c, device) {

@@ -164,10 +164,15 @@ fn bind_both(args: &Args) -> Result<(vfio_user::Server, UnixListener), String> {
 
 fn write_log(device: &Mutex<Device>, path: Option<&Path>) -> Result<(), String> {
     let Some(path) = path else { return Ok(()) };
-    // A signal and QEMU hanging up can arrive together; both threads write
-    // the log, one after the other, never interleaved into one file.
-    static WRITING: Mutex<()> = Mutex::new(());
-    let _one_at_a_time = WRITING.lock().unwrap_or_else(|e| e.into_inner());
+    // A signal and QEMU hanging up can arrive together: the first thread
+    // writes the log, the other finds it written (rewriting it could be cut
+    // short by the first one ending the process).
+    static WRITTEN: Mutex<bool> = Mutex::new(false);
+    let mut written = WRITTEN.lock().unwrap_or_else(|e| e.into_inner());
+    if *written {
+        return Ok(());
+    }
+    *written = true;
     let err = |e: std::io::Error| format!("{}: cannot write access log: {e}", path.display());
     let mut out = BufWriter::new(std::fs::File::create(path).map_err(err)?);
     let d = control::lock(device);
