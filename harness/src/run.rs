@@ -252,8 +252,10 @@ impl Rig<'_> {
                         )
                         .and_then(|out| {
                             match out.as_str().unwrap_or("").trim() {
-                                "" => Ok(format!("{cmd}: done")),
-                                said => Err(anyhow::anyhow!("{cmd}: {said}")),
+                                said if said.starts_with("Error") => {
+                                    Err(anyhow::anyhow!("{cmd}: {said}"))
+                                }
+                                said => Ok(format!("{cmd}: {said}")),
                             }
                         })
                     }
