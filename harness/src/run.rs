@@ -11,6 +11,7 @@ use crate::modcheck;
 use crate::provision::{self, Toolchain};
 use crate::qemu;
 use crate::qemu::{Console, Guest};
+use crate::qmp::Qmp;
 use crate::report::{self, Outcome, Verdict};
 use crate::scenario::{self, Cause, Scenario};
 use crate::Paths;
@@ -222,47 +223,7 @@ impl Rig<'_> {
             // `pcirig: host unplug|replug` asks for a hot-unplug (QMP
             // device_del) or a hot-plug of a fresh device server.
             if let Some(action) = text.strip_prefix("pcirig: host ") {
-                let result = match (action.trim(), bin) {
-                    ("unplug", _) => {
-                        unplugs += 1;
-                        qmp.execute("device_del", serde_json::json!({ "id": device::QEMU_ID }))
-                            .map(|_| "device_del sent".to_string())
-                    }
-                    ("replug", Some(bin)) => (|| {
-                        // The id is free once QEMU has finished the unplug.
-                        qmp.wait_events(
-                            "DEVICE_DELETED",
-                            device::deleted,
-                            unplugs,
-                            Duration::from_secs(30),
-                        )?;
-                        let d = boot_dir(&dir.join(format!("replug-{}", servers.len())))?;
-                        let server = DeviceServer::start(bin, &d, &qemu::socket_dir(&d)?)?;
-                        let r = qmp.execute("device_add", server.device_add());
-                        servers.push(server);
-                        r.map(|_| format!("device_add with the server in {}", d.display()))
-                    })(),
-                    ("replug", None) => Err(anyhow::anyhow!("no device server in this scenario")),
-                    (aer, _) if aer.starts_with("aer ") => {
-                        // HMP only; it answers in text, errors starting "Error".
-                        let cmd = format!("pcie_aer_inject_error {}", &aer[4..]);
-                        qmp.execute(
-                            "human-monitor-command",
-                            serde_json::json!({ "command-line": cmd }),
-                        )
-                        .and_then(|out| {
-                            match out.as_str().unwrap_or("").trim() {
-                                said if said.starts_with("Error") => {
-                                    Err(anyhow::anyhow!("{cmd}: {said}"))
-                                }
-                                said => Ok(format!("{cmd}: {said}")),
-                            }
-                        })
-                    }
-                    (other, _) => Err(anyhow::anyhow!(
-                        "unknown host action `{other}`; valid: unplug, replug, aer ID ERROR"
-                    )),
-                };
+                let result = host_action(action.trim(), qmp, bin, &dir, &mut servers, &mut unplugs);
                 writeln!(
                     actions,
                     "host {action} -> {}",
@@ -378,6 +339,56 @@ impl Rig<'_> {
                 format!("the harness misjudged broken guests:\n{}", wrong.join("\n")),
             )
         })
+    }
+}
+
+/// Carries out one `pcirig: host ACTION` request of the guest: `unplug`
+/// (QMP device_del), `replug` (a fresh device server and device_add, once
+/// QEMU finished every unplug asked so far) or `aer ID ERROR` (HMP
+/// pcie_aer_inject_error). Returns what to log.
+fn host_action(
+    action: &str,
+    qmp: &mut Qmp,
+    bin: Option<&Path>,
+    dir: &Path,
+    servers: &mut Vec<DeviceServer>,
+    unplugs: &mut usize,
+) -> Result<String> {
+    match (action, bin) {
+        ("unplug", _) => {
+            *unplugs += 1;
+            qmp.execute("device_del", serde_json::json!({ "id": device::QEMU_ID }))?;
+            Ok("device_del sent".to_string())
+        }
+        ("replug", Some(bin)) => {
+            // The id is free once QEMU has finished the unplug.
+            qmp.wait_events(
+                "DEVICE_DELETED",
+                device::deleted,
+                *unplugs,
+                Duration::from_secs(30),
+            )?;
+            let d = boot_dir(&dir.join(format!("replug-{}", servers.len())))?;
+            let server = DeviceServer::start(bin, &d, &qemu::socket_dir(&d)?)?;
+            let added = qmp.execute("device_add", server.device_add());
+            servers.push(server);
+            added?;
+            Ok(format!("device_add with the server in {}", d.display()))
+        }
+        ("replug", None) => bail!("no device server in this scenario"),
+        (aer, _) if aer.starts_with("aer ") => {
+            // HMP only; it answers in text, errors starting "Error".
+            let cmd = format!("pcie_aer_inject_error {}", &aer[4..]);
+            let out = qmp.execute(
+                "human-monitor-command",
+                serde_json::json!({ "command-line": cmd }),
+            )?;
+            match out.as_str().unwrap_or("").trim() {
+                said if said.starts_with("Error") => bail!("{cmd}: {said}"),
+                said => Ok(format!("{cmd}: {said}")),
+            }
+        }
+        (other, _) => bail!("unknown host action `{other}`; valid: unplug, replug, aer ID ERROR"),
     }
 }
 

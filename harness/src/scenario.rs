@@ -811,20 +811,17 @@ mod tests {
 
     #[test]
     fn unbind_needs_a_quiet_device_a_stopped_worker_and_a_refused_handle() {
-        let lines: Vec<String> = [
-            "pci_rig 0000:01:00.0: event probe_begin",
-            "pci_rig 0000:01:00.0: # mmio r bar0 0x0 4 0x70726967",
-            "pci_rig 0000:01:00.0: step identify ok magic=0x70726967",
-            "pci_rig 0000:01:00.0: event probe_done",
-            "pci_rig 0000:01:00.0: event remove_begin",
-            "pci_rig 0000:01:00.0: event worker_stopped reason=Asked accesses=40",
-            "pci_rig 0000:01:00.0: # mmio w bar0 0x50 4 0x1",
-            "pci_rig 0000:01:00.0: event remove_done",
-            "pci_rig 0000:01:00.0: event kept_handle refused",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        let lines = driver_lines(&[
+            "event probe_begin",
+            "# mmio r bar0 0x0 4 0x70726967",
+            "step identify ok magic=0x70726967",
+            "event probe_done",
+            "event remove_begin",
+            "event worker_stopped reason=Asked accesses=40",
+            "# mmio w bar0 0x50 4 0x1",
+            "event remove_done",
+            "event kept_handle refused",
+        ]);
         let want = UNBIND.driver.unwrap();
         let judge_driver = |want: &DriverExpect, lines: &[String], log: &[Access]| {
             judge_driver(want, &console_of(lines, vec![]), &stopped(log))
@@ -861,6 +858,14 @@ mod tests {
             .contains("not in the device log"));
     }
 
+    /// Console lines from our driver's device.
+    fn driver_lines(texts: &[&str]) -> Vec<String> {
+        texts
+            .iter()
+            .map(|t| format!("pci_rig 0000:01:00.0: {t}"))
+            .collect()
+    }
+
     fn console_of(lines: &[String], events: Vec<serde_json::Value>) -> Console {
         Console {
             lines: lines.to_vec(),
@@ -882,21 +887,18 @@ mod tests {
 
     #[test]
     fn surprise_needs_the_worker_to_give_up_and_qemu_to_delete_the_device() {
-        let lines: Vec<String> = [
-            "pci_rig 0000:01:00.0: event probe_begin",
-            "pci_rig 0000:01:00.0: # mmio r bar0 0x0 4 0x70726967",
-            "pci_rig 0000:01:00.0: step identify ok magic=0x70726967",
-            "pci_rig 0000:01:00.0: event probe_done",
-            "pci_rig 0000:01:00.0: event worker_gave_up reason=Gone accesses=7",
-            "pci_rig 0000:01:00.0: event remove_begin",
-            "pci_rig 0000:01:00.0: event worker_stopped reason=Gone accesses=7",
-            "pci_rig 0000:01:00.0: # mmio w bar0 0x50 4 0x1",
-            "pci_rig 0000:01:00.0: event remove_done",
-            "pci_rig 0000:01:00.0: event kept_handle refused",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        let lines = driver_lines(&[
+            "event probe_begin",
+            "# mmio r bar0 0x0 4 0x70726967",
+            "step identify ok magic=0x70726967",
+            "event probe_done",
+            "event worker_gave_up reason=Gone accesses=7",
+            "event remove_begin",
+            "event worker_stopped reason=Gone accesses=7",
+            "# mmio w bar0 0x50 4 0x1",
+            "event remove_done",
+            "event kept_handle refused",
+        ]);
         let log = [
             access(1, 0, 0x7072_6967, "read"),
             access(2, 0x50, 1, "write"),

@@ -2,84 +2,27 @@
 
 #include <linux/io.h>
 
-u8 rust_helper_readb(const volatile void __iomem *addr)
-{
-	return readb(addr);
-}
+/*
+ * Rust cannot call the MMIO accessors, which are static inline functions or
+ * macros; each gets an out-of-line read and write helper here.
+ */
+#define RUST_IO_HELPERS(type, read, write)				\
+	type rust_helper_##read(const volatile void __iomem *addr)	\
+	{								\
+		return read(addr);					\
+	}								\
+	void rust_helper_##write(type value, volatile void __iomem *addr) \
+	{								\
+		write(value, addr);					\
+	}
 
-void rust_helper_writeb(u8 value, volatile void __iomem *addr)
-{
-	writeb(value, addr);
-}
-
-u8 rust_helper_readb_relaxed(const volatile void __iomem *addr)
-{
-	return readb_relaxed(addr);
-}
-
-void rust_helper_writeb_relaxed(u8 value, volatile void __iomem *addr)
-{
-	writeb_relaxed(value, addr);
-}
-
-u16 rust_helper_readw(const volatile void __iomem *addr)
-{
-	return readw(addr);
-}
-
-void rust_helper_writew(u16 value, volatile void __iomem *addr)
-{
-	writew(value, addr);
-}
-
-u16 rust_helper_readw_relaxed(const volatile void __iomem *addr)
-{
-	return readw_relaxed(addr);
-}
-
-void rust_helper_writew_relaxed(u16 value, volatile void __iomem *addr)
-{
-	writew_relaxed(value, addr);
-}
-
-u32 rust_helper_readl(const volatile void __iomem *addr)
-{
-	return readl(addr);
-}
-
-void rust_helper_writel(u32 value, volatile void __iomem *addr)
-{
-	writel(value, addr);
-}
-
-u32 rust_helper_readl_relaxed(const volatile void __iomem *addr)
-{
-	return readl_relaxed(addr);
-}
-
-void rust_helper_writel_relaxed(u32 value, volatile void __iomem *addr)
-{
-	writel_relaxed(value, addr);
-}
-
+RUST_IO_HELPERS(u8, readb, writeb)
+RUST_IO_HELPERS(u8, readb_relaxed, writeb_relaxed)
+RUST_IO_HELPERS(u16, readw, writew)
+RUST_IO_HELPERS(u16, readw_relaxed, writew_relaxed)
+RUST_IO_HELPERS(u32, readl, writel)
+RUST_IO_HELPERS(u32, readl_relaxed, writel_relaxed)
 #ifdef CONFIG_64BIT
-u64 rust_helper_readq(const volatile void __iomem *addr)
-{
-	return readq(addr);
-}
-
-void rust_helper_writeq(u64 value, volatile void __iomem *addr)
-{
-	writeq(value, addr);
-}
-
-u64 rust_helper_readq_relaxed(const volatile void __iomem *addr)
-{
-	return readq_relaxed(addr);
-}
-
-void rust_helper_writeq_relaxed(u64 value, volatile void __iomem *addr)
-{
-	writeq_relaxed(value, addr);
-}
+RUST_IO_HELPERS(u64, readq, writeq)
+RUST_IO_HELPERS(u64, readq_relaxed, writeq_relaxed)
 #endif

@@ -90,27 +90,51 @@ pub(crate) fn binding_begin(dev: &Device) -> Result {
         },
         GFP_KERNEL,
     )?;
-    // SAFETY: `binding_release` is a valid release function for a node holding one pointer;
-    // the name is a static string.
-    let node = unsafe {
-        bindings::__devres_alloc_node(
-            Some(binding_release),
-            core::mem::size_of::<*const c_void>(),
-            GFP_KERNEL.as_raw(),
-            bindings::NUMA_NO_NODE,
-            c"rust_devres_binding".as_ptr().cast(),
-        )
-    };
-    if node.is_null() {
-        return Err(ENOMEM);
-    }
-    // SAFETY: `node` is new, with room for one pointer, and not on any list yet; `dev` is valid.
-    // From here the node owns the reference.
-    unsafe {
-        node.cast::<*const c_void>().write(binding.into_foreign());
-        bindings::devres_add(dev.as_raw(), node);
-    }
+    let node = PointerNode::alloc(binding_release, c"rust_devres_binding", GFP_KERNEL)?;
+    // SAFETY: `binding_release` takes back the `Arc<Binding>` stored by `into_foreign`.
+    unsafe { node.add(dev, binding.into_foreign()) };
     Ok(())
+}
+
+/// A devres entry, not yet added to a device, whose contents are one pointer.
+struct PointerNode(*mut c_void);
+
+impl PointerNode {
+    /// Allocates an entry that `release` will release.
+    fn alloc(
+        release: unsafe extern "C" fn(*mut bindings::device, *mut c_void),
+        name: &'static core::ffi::CStr,
+        flags: Flags,
+    ) -> Result<Self> {
+        // SAFETY: The size is that of the one pointer the entry holds; the name is static.
+        let node = unsafe {
+            bindings::__devres_alloc_node(
+                Some(release),
+                core::mem::size_of::<*const c_void>(),
+                flags.as_raw(),
+                bindings::NUMA_NO_NODE,
+                name.as_ptr().cast(),
+            )
+        };
+        if node.is_null() {
+            return Err(ENOMEM);
+        }
+        Ok(Self(node))
+    }
+
+    /// Stores `ptr` in the entry and adds the entry to `dev`, which from then on owns `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// The entry's release function must take over `ptr` as the owner it is handed from.
+    unsafe fn add(self, dev: &Device, ptr: *const c_void) {
+        // SAFETY: The entry is new, has room for one pointer and is on no list yet; `dev` is
+        // valid since we hold a reference to it.
+        unsafe {
+            self.0.cast::<*const c_void>().write(ptr);
+            bindings::devres_add(dev.as_raw(), self.0);
+        }
+    }
 }
 
 /// Ends the current binding of `dev`: no [`Devres`] of it gives access any more once this
@@ -231,27 +255,11 @@ impl<T: Send + 'static> Devres<T> {
             }),
             flags,
         )?;
-        // SAFETY: `devres_release::<T>` is a valid release function for the entry, which holds
-        // one pointer; the name is a static string.
-        let node = unsafe {
-            bindings::__devres_alloc_node(
-                Some(devres_release::<T>),
-                core::mem::size_of::<*const c_void>(),
-                flags.as_raw(),
-                bindings::NUMA_NO_NODE,
-                c"rust_devres".as_ptr().cast(),
-            )
-        };
-        if node.is_null() {
-            return Err(ENOMEM);
-        }
+        let node = PointerNode::alloc(devres_release::<T>, c"rust_devres", flags)?;
         let foreign = inner.clone().into_foreign();
-        // SAFETY: `node` is a new entry with room for one pointer, not yet added to any list; the
-        // device is valid (we hold `&Device`). From here the entry owns the `foreign` reference.
-        unsafe {
-            node.cast::<*const c_void>().write(foreign);
-            bindings::devres_add(dev.as_raw(), node);
-        }
+        // SAFETY: `devres_release::<T>` takes back the `Arc<DevresInner<T>>` reference stored by
+        // `into_foreign`.
+        unsafe { node.add(dev, foreign) };
         Ok((inner, foreign as usize))
     }
 
