@@ -1,29 +1,63 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! MMIO cost, seen from the guest: a register read on our device (every access trapped and
-//! forwarded to the vfio-user server) against the same read on QEMU's in-process `pci-testdev`,
-//! in the same boot, plus our BAR2 window's read throughput. Figures only: it judges nothing.
+//! Figures seen from the guest, for `cargo xtask bench` and the `bench` scenario. It judges
+//! nothing: the host reads its `bench …` lines.
 //!
-//! Prints, per device, `bench <name> reads=N median_ns=M min_ns=L` (each sample times a batch
-//! of reads, so the clock's own cost is spread), and for our device
-//! `bench window bytes=B ns=T kib_per_s=R`.
+//! - **MMIO**: a side-effect-free register read three ways, on our device (every access trapped
+//!   and forwarded to the vfio-user server) and on QEMU's in-process `pci-testdev`, in the same
+//!   boot: `raw` through an `Io` with no `Devres` in the way, `devres` with a `try_access` per
+//!   read, `guard` with one guard for the whole timed loop. The three take turns batch by batch,
+//!   so drift hits them alike. `bench mmio dev=NAME reads=N raw_ns=A devres_ns=B guard_ns=C`
+//!   gives per-read medians.
+//! - **Window**: our BAR2's read throughput, `bench window bytes=B ns=T kib_per_s=R`.
+//! - **Unbind**: each probe of our device ties K values to the binding with `Devres`, and maybe
+//!   starts a worker busy with the device ([`UNBIND_CASES`], one case per probe, in turn). A
+//!   stopwatch tied first is released last (devres is last in, first out) and prints
+//!   `bench unbind k=K worker=busy|idle remove_ns=R total_ns=T`: `remove()`'s own time, and the
+//!   time from `remove()`'s start to the release of the last `Devres`.
+//! - **Revoke each**: what K values cost if each waits for its own RCU grace period, as
+//!   `Devres` would without the binding's shared one: `bench revoke_each k=K ns=T`.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
-use kernel::{c_str, dev_info, devres::Devres, pci, prelude::*, time::Ktime};
+use core::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use kernel::{
+    c_str, dev_info,
+    devres::Devres,
+    io::{Io, IoRaw},
+    new_condvar, new_mutex, new_work, pci,
+    prelude::*,
+    revocable::Revocable,
+    sync::{Arc, CondVar, Mutex},
+    time::{msecs_to_jiffies, Ktime},
+    workqueue::{self, Work, WorkItem},
+};
 
 const BAR_SIZE: usize = 0x1000;
 const SAMPLES: usize = 101;
-const BATCH: usize = 16;
+const BATCH: usize = 32;
 /// Our device's BAR2 window.
 const WINDOW: usize = 0x1_0000;
+/// Our device's SCRATCH register: reading it has no side effect.
+const SCRATCH: usize = 0x8;
 
-/// Which device an id-table entry is, and the register to read on it.
+/// `(K, busy worker)` for the probes of our device, in turn.
+const UNBIND_CASES: [(usize, bool); 6] = [
+    (1, false),
+    (16, false),
+    (64, false),
+    (1, true),
+    (16, true),
+    (64, true),
+];
+
+/// Probes of our device so far: picks the unbind case; the first also runs the MMIO figures.
+static PROBES: AtomicUsize = AtomicUsize::new(0);
+
+/// Which device an id-table entry is.
 struct Target {
     name: &'static str,
-    /// A register whose read has no side effect (our SCRATCH; testdev's first word).
-    register: usize,
-    has_window: bool,
+    ours: bool,
 }
 
 kernel::pci_device_table!(
@@ -32,68 +66,302 @@ kernel::pci_device_table!(
     [
         (
             pci::DeviceId::from_id(0x7072, 0x0001),
-            Target { name: "pci-rig", register: 0x8, has_window: true }
+            Target { name: "pci-rig", ours: true }
         ),
         (
             pci::DeviceId::from_id(0x1b36, 0x0005),
-            Target { name: "pci-testdev", register: 0x0, has_window: false }
+            Target { name: "pci-testdev", ours: false }
         ),
     ]
 );
 
-struct Bench;
-
-/// Nanoseconds per read, median and minimum over `SAMPLES` batches.
-fn time_reads(io: &pci::Bar<BAR_SIZE>, register: usize) -> Result<(i64, i64)> {
-    let mut per_read = KVec::with_capacity(SAMPLES, GFP_KERNEL)?;
-    for _ in 0..SAMPLES {
-        let start = Ktime::ktime_get();
-        for _ in 0..BATCH {
-            io.try_readl(register)?;
-        }
-        per_read.push((Ktime::ktime_get() - start).to_ns() / BATCH as i64, GFP_KERNEL)?;
-    }
-    per_read.sort_unstable();
-    Ok((per_read[SAMPLES / 2], per_read[0]))
+fn now_ns() -> i64 {
+    Ktime::ktime_get().to_ns()
 }
+
+/// Runs `batch` and returns its time per read, in ns.
+fn per_read(batch: impl FnOnce() -> Result) -> Result<i64> {
+    let start = now_ns();
+    batch()?;
+    Ok((now_ns() - start) / BATCH as i64)
+}
+
+fn median(mut v: KVec<i64>) -> i64 {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+/// Per-read medians, in ns, of reading register `REG` raw, through `try_access` per read, and
+/// under one guard.
+fn time_mmio<const REG: usize>(bar: &Devres<pci::Bar<BAR_SIZE>>) -> Result<[i64; 3]> {
+    let raw = {
+        let io = bar.try_access().ok_or(ENXIO)?;
+        IoRaw::<BAR_SIZE>::new(io.addr(), io.maxsize())?
+    };
+    // The baseline: what a read costs with no revocation check at all. Never do this in a driver.
+    #[allow(unsafe_code)]
+    // SAFETY: `raw` describes the live mapping behind `bar`, which stays mapped until it is
+    // revoked: by dropping `bar` (our caller owns it beyond this call), or by ending the binding,
+    // which happens only after probe returns (the driver core holds the device lock meanwhile).
+    let raw: &Io<BAR_SIZE> = unsafe { Io::from_raw(&raw) };
+    let mut samples = [
+        KVec::with_capacity(SAMPLES, GFP_KERNEL)?,
+        KVec::with_capacity(SAMPLES, GFP_KERNEL)?,
+        KVec::with_capacity(SAMPLES, GFP_KERNEL)?,
+    ];
+    for sample in 0..SAMPLES {
+        for turn in 0..3 {
+            let way = (sample + turn) % 3;
+            let ns = match way {
+                0 => per_read(|| {
+                    for _ in 0..BATCH {
+                        raw.readl(REG);
+                    }
+                    Ok(())
+                })?,
+                1 => per_read(|| {
+                    for _ in 0..BATCH {
+                        bar.try_access().ok_or(ENXIO)?.readl(REG);
+                    }
+                    Ok(())
+                })?,
+                _ => per_read(|| {
+                    let io = bar.try_access().ok_or(ENXIO)?;
+                    for _ in 0..BATCH {
+                        io.readl(REG);
+                    }
+                    Ok(())
+                })?,
+            };
+            samples[way].push(ns, GFP_KERNEL)?;
+        }
+    }
+    let [a, b, c] = samples;
+    Ok([median(a), median(b), median(c)])
+}
+
+/// Reads the whole BAR2 window once and prints its throughput.
+fn time_window(pdev: &pci::Device) -> Result {
+    let bar2: Devres<pci::Bar<WINDOW>> =
+        pdev.iomap_region_sized::<WINDOW>(2, c_str!("pci_rig_bench"))?;
+    let window = bar2.try_access().ok_or(ENXIO)?;
+    let start = now_ns();
+    for offset in (0..WINDOW).step_by(4) {
+        window.try_readl(offset)?;
+    }
+    let ns = (now_ns() - start).max(1);
+    dev_info!(
+        pdev,
+        "bench window bytes={} ns={} kib_per_s={}\n",
+        WINDOW,
+        ns,
+        WINDOW as i64 * 1_000_000_000 / 1024 / ns
+    );
+    Ok(())
+}
+
+/// Time to revoke `k` revocables one by one, each waiting for its own grace period.
+fn time_revoke_each(k: usize) -> Result<i64> {
+    let mut all = KVec::with_capacity(k, GFP_KERNEL)?;
+    for i in 0..k {
+        all.push(KBox::pin_init(Revocable::new(i), GFP_KERNEL)?, GFP_KERNEL)?;
+    }
+    let start = now_ns();
+    for r in &all {
+        r.revoke();
+    }
+    Ok(now_ns() - start)
+}
+
+/// When `remove()` started and ended, in ns of the monotonic clock.
+struct RemoveTimes {
+    start: AtomicI64,
+    end: AtomicI64,
+}
+
+/// Tied to the binding before anything else, so released after everything else.
+struct Stopwatch {
+    k: usize,
+    busy: bool,
+    times: Arc<RemoveTimes>,
+}
+
+impl Drop for Stopwatch {
+    fn drop(&mut self) {
+        let start = self.times.start.load(Ordering::Relaxed);
+        pr_info!(
+            "bench unbind k={} worker={} remove_ns={} total_ns={}\n",
+            self.k,
+            if self.busy { "busy" } else { "idle" },
+            self.times.end.load(Ordering::Relaxed) - start,
+            now_ns() - start
+        );
+    }
+}
+
+/// Reads SCRATCH in bursts of `BATCH` (about a millisecond on our device) until stopped or
+/// refused.
+#[pin_data]
+struct Reader {
+    bar: Arc<Devres<pci::Bar<BAR_SIZE>>>,
+    stop: AtomicBool,
+    #[pin]
+    done: Mutex<bool>,
+    #[pin]
+    wake: CondVar,
+    #[pin]
+    work: Work<Reader>,
+}
+
+kernel::impl_has_work! {
+    impl HasWork<Self> for Reader { self.work }
+}
+
+impl Reader {
+    fn start(bar: Arc<Devres<pci::Bar<BAR_SIZE>>>) -> Result<Arc<Self>> {
+        let r = Arc::pin_init(
+            pin_init!(Reader {
+                bar,
+                stop: AtomicBool::new(false),
+                done <- new_mutex!(false),
+                wake <- new_condvar!(),
+                work <- new_work!("pci_rig_bench::Reader"),
+            }),
+            GFP_KERNEL,
+        )?;
+        let _ = workqueue::system_long().enqueue(r.clone());
+        Ok(r)
+    }
+
+    /// Stops the reader and waits until it has stopped.
+    fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let mut done = self.done.lock();
+        self.wake.notify_all();
+        while !*done {
+            self.wake.wait(&mut done);
+        }
+    }
+}
+
+impl WorkItem for Reader {
+    type Pointer = Arc<Reader>;
+
+    fn run(this: Arc<Reader>) {
+        while !this.stop.load(Ordering::SeqCst) {
+            let Some(io) = this.bar.try_access() else {
+                break;
+            };
+            for _ in 0..BATCH {
+                io.readl(SCRATCH);
+            }
+            drop(io);
+            let mut done = this.done.lock();
+            let _ = this
+                .wake
+                .wait_interruptible_timeout(&mut done, msecs_to_jiffies(1));
+        }
+        *this.done.lock() = true;
+        // As in pci_rig's worker: `remove()` still holds a reference, so nothing of ours is
+        // dropped after this, and the module cannot go before this CPU schedules again.
+        this.wake.notify_all();
+    }
+}
+
+/// Per-device data: for our device, the clock `remove()` sets and the busy reader, if any.
+struct Bound {
+    times: Option<Arc<RemoveTimes>>,
+    reader: Option<Arc<Reader>>,
+}
+
+/// Our device: unbind case, MMIO and window figures on the first probe, then the K values.
+fn probe_ours(pdev: &pci::Device, name: &str) -> Result<Bound> {
+    let n = PROBES.fetch_add(1, Ordering::Relaxed);
+    let (k, busy) = UNBIND_CASES[n % UNBIND_CASES.len()];
+    let times = Arc::new(
+        RemoveTimes {
+            start: AtomicI64::new(0),
+            end: AtomicI64::new(0),
+        },
+        GFP_KERNEL,
+    )?;
+    Devres::new_foreign_owned(
+        pdev.as_ref(),
+        Stopwatch {
+            k,
+            busy,
+            times: times.clone(),
+        },
+        GFP_KERNEL,
+    )?;
+    let bar = Arc::new(
+        pdev.iomap_region_sized::<BAR_SIZE>(0, c_str!("pci_rig_bench"))?,
+        GFP_KERNEL,
+    )?;
+    if n == 0 {
+        report_mmio(pdev, name, time_mmio::<SCRATCH>(&bar)?);
+        time_window(pdev)?;
+        for k in [1, 16, 64] {
+            dev_info!(pdev, "bench revoke_each k={} ns={}\n", k, time_revoke_each(k)?);
+        }
+    }
+    for i in 0..k {
+        Devres::new_foreign_owned(pdev.as_ref(), i, GFP_KERNEL)?;
+    }
+    let reader = if busy {
+        Some(Reader::start(bar)?)
+    } else {
+        None
+    };
+    Ok(Bound {
+        times: Some(times),
+        reader,
+    })
+}
+
+fn report_mmio(pdev: &pci::Device, name: &str, [raw, devres, guard]: [i64; 3]) {
+    dev_info!(
+        pdev,
+        "bench mmio dev={} reads={} raw_ns={} devres_ns={} guard_ns={}\n",
+        name,
+        SAMPLES * BATCH,
+        raw,
+        devres,
+        guard
+    );
+}
+
+struct Bench;
 
 impl pci::Driver for Bench {
     type IdInfo = Target;
     const ID_TABLE: pci::IdTable<Target> = IDS;
-    type Data = ();
+    type Data = KBox<Bound>;
 
-    fn probe(pdev: &pci::Device, target: &Target) -> Result {
+    fn probe(pdev: &pci::Device, target: &Target) -> Result<KBox<Bound>> {
         pdev.enable_device_mem()?;
-        let bar0: Devres<pci::Bar<BAR_SIZE>> =
-            pdev.iomap_region_sized::<BAR_SIZE>(0, c_str!("pci_rig_bench"))?;
-        let io = bar0.try_access().ok_or(ENXIO)?;
-        let (median, min) = time_reads(&io, target.register)?;
-        dev_info!(
-            pdev,
-            "bench {} reads={} median_ns={} min_ns={}\n",
-            target.name,
-            SAMPLES * BATCH,
-            median,
-            min
-        );
-        if target.has_window {
-            let bar2: Devres<pci::Bar<WINDOW>> =
-                pdev.iomap_region_sized::<WINDOW>(2, c_str!("pci_rig_bench"))?;
-            let window = bar2.try_access().ok_or(ENXIO)?;
-            let start = Ktime::ktime_get();
-            for offset in (0..WINDOW).step_by(4) {
-                window.try_readl(offset)?;
+        let bound = if target.ours {
+            probe_ours(pdev, target.name)?
+        } else {
+            let bar = pdev.iomap_region_sized::<BAR_SIZE>(0, c_str!("pci_rig_bench"))?;
+            // pci-testdev's first register reads back without side effects.
+            report_mmio(pdev, target.name, time_mmio::<0>(&bar)?);
+            Bound {
+                times: None,
+                reader: None,
             }
-            let ns = (Ktime::ktime_get() - start).to_ns().max(1);
-            dev_info!(
-                pdev,
-                "bench window bytes={} ns={} kib_per_s={}\n",
-                WINDOW,
-                ns,
-                WINDOW as i64 * 1_000_000_000 / 1024 / ns
-            );
+        };
+        Ok(KBox::new(bound, GFP_KERNEL)?)
+    }
+
+    fn remove(_pdev: &pci::Device, bound: &KBox<Bound>) {
+        if let Some(times) = &bound.times {
+            times.start.store(now_ns(), Ordering::Relaxed);
+            if let Some(reader) = &bound.reader {
+                reader.stop();
+            }
+            times.end.store(now_ns(), Ordering::Relaxed);
         }
-        Ok(())
     }
 }
 
@@ -101,6 +369,6 @@ kernel::module_pci_driver! {
     type: Bench,
     name: "pci_rig_bench",
     author: "pci-rig",
-    description: "MMIO round-trip figures for pci-rig's device against pci-testdev",
+    description: "MMIO and unbind figures for pci-rig's device, against pci-testdev",
     license: "GPL",
 }

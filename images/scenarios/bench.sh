@@ -1,7 +1,21 @@
-# bench: figures, not verdicts. pci_rig_bench times register reads on our
-# device and on QEMU's pci-testdev in this same boot, and our BAR2 window's
-# throughput; it releases both devices on rmmod.
-ktap_plan 3
+# bench: figures, not verdicts (see guest-kernel/bench/pci_rig_bench.rs).
+# Loading pci_rig_bench times MMIO reads on our device and on QEMU's
+# pci-testdev; then our device is unbound and bound again, each probe with the
+# next unbind case (K Devres values, worker idle or busy): 5 rounds of 6.
+ktap_plan 5
 check device_present find_dev
 check insmod_bench insmod /lib/modules/pci_rig_bench.ko
+check bound bound_to pci_rig_bench
+# rebind_rounds N: N unbind+bind cycles, the worker (if any) busy for 0.2 s.
+rebind_rounds() {
+    i=0
+    while [ $i -lt "$1" ]; do
+        sleep 0.2
+        put /sys/bus/pci/drivers/pci_rig_bench/unbind "$bdf" &&
+            put /sys/bus/pci/drivers/pci_rig_bench/bind "$bdf" &&
+            bound_to pci_rig_bench || return 1
+        i=$((i + 1))
+    done
+}
+check unbind_cases rebind_rounds 30
 check rmmod_bench rmmod pci_rig_bench

@@ -160,6 +160,7 @@ struct DevresInner<T> {
 
 impl<T> DevresInner<T> {
     /// Whether the binding (if any) still allows access; call inside an RCU critical section.
+    #[inline]
     fn bound(&self) -> bool {
         self.binding
             .as_ref()
@@ -317,6 +318,7 @@ impl<T: Send + 'static> Devres<T> {
     ///     v.try_access().map(|v| v.len())
     /// }
     /// ```
+    #[inline]
     pub fn try_access(&self) -> Option<RevocableGuard<'_, T>> {
         let rcu = rcu::read_lock();
         if !self.inner.bound() {
@@ -337,6 +339,7 @@ impl<T: Send + 'static> Devres<T> {
     ///     Some(*a.try_access_with_guard(&guard)? + *b.try_access_with_guard(&guard)?)
     /// }
     /// ```
+    #[inline]
     pub fn try_access_with_guard<'a>(&'a self, guard: &'a rcu::Guard) -> Option<&'a T> {
         if !self.inner.bound() {
             return None;

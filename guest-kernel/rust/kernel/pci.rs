@@ -785,6 +785,7 @@ impl<const SIZE: usize> Drop for Bar<SIZE> {
 impl<const SIZE: usize> Deref for Bar<SIZE> {
     type Target = Io<SIZE>;
 
+    #[inline]
     fn deref(&self) -> &Io<SIZE> {
         // SAFETY: By the type invariant `io` is a mapping of `maxsize` bytes valid while `self`.
         unsafe { Io::from_raw(&self.io) }

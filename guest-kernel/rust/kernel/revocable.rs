@@ -184,12 +184,14 @@ impl<T> Revocable<T> {
     /// }
     /// # Ok::<(), Error>(())
     /// ```
+    #[inline]
     pub fn try_access(&self) -> Option<RevocableGuard<'_, T>> {
         self.try_access_in(rcu::read_lock())
     }
 
     /// Like [`Revocable::try_access`], in a critical section the caller already entered (and may
     /// have used to check more conditions).
+    #[inline]
     pub(crate) fn try_access_in(&self, rcu: rcu::Guard) -> Option<RevocableGuard<'_, T>> {
         // Ordering against `revoke()` comes from RCU: a reader that still sees `true` is inside
         // a critical section the revoker's grace period waits for.
@@ -223,6 +225,7 @@ impl<T> Revocable<T> {
     /// assert_eq!(b.try_access_with_guard(&guard), None);
     /// # Ok::<(), Error>(())
     /// ```
+    #[inline]
     pub fn try_access_with_guard<'a>(&'a self, _guard: &'a rcu::Guard) -> Option<&'a T> {
         if self.available.load(Ordering::Acquire) {
             // SAFETY: `available` was `true` inside the critical section `_guard` holds, so by
@@ -370,6 +373,7 @@ pub struct RevocableGuard<'a, T> {
 impl<T> Deref for RevocableGuard<'_, T> {
     type Target = T;
 
+    #[inline]
     fn deref(&self) -> &T {
         // SAFETY: By the type invariant, `data` is valid while `self` (and so `_rcu`) lives.
         unsafe { &*self.data }

@@ -7,6 +7,38 @@
 use crate::bindings;
 use core::marker::PhantomData;
 
+/// Enters a read-side critical section, as `rcu_read_lock()` does.
+///
+/// Where C's `rcu_read_lock()` is only a compiler barrier (RCU not preemptible, no preempt
+/// count, no lockdep map to tell), do the same inline: calling the C helper costs two
+/// out-of-line calls per critical section, a third of a fast MMIO read through `Devres`.
+#[cfg(not(any(CONFIG_PREEMPT_RCU, CONFIG_PREEMPT_COUNT, CONFIG_DEBUG_LOCK_ALLOC)))]
+#[inline(always)]
+fn enter() {
+    core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
+}
+
+/// Leaves a read-side critical section, as `rcu_read_unlock()` does.
+#[cfg(not(any(CONFIG_PREEMPT_RCU, CONFIG_PREEMPT_COUNT, CONFIG_DEBUG_LOCK_ALLOC)))]
+#[inline(always)]
+fn leave() {
+    core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
+}
+
+#[cfg(any(CONFIG_PREEMPT_RCU, CONFIG_PREEMPT_COUNT, CONFIG_DEBUG_LOCK_ALLOC))]
+#[inline]
+fn enter() {
+    // SAFETY: `rcu_read_lock()` may be called from any context.
+    unsafe { bindings::rcu_read_lock() };
+}
+
+#[cfg(any(CONFIG_PREEMPT_RCU, CONFIG_PREEMPT_COUNT, CONFIG_DEBUG_LOCK_ALLOC))]
+#[inline]
+fn leave() {
+    // SAFETY: Only called by `Guard::drop`, in the context that entered (see there).
+    unsafe { bindings::rcu_read_unlock() };
+}
+
 /// An RCU read-side critical section, held for as long as the guard lives.
 ///
 /// Readers that found an object through an RCU-protected path may use it until the guard is
@@ -17,8 +49,8 @@ use core::marker::PhantomData;
 ///
 /// # Invariants
 ///
-/// The context owning a `Guard` has called `rcu_read_lock()` once for it and has not yet called
-/// the matching `rcu_read_unlock()`.
+/// The context owning a `Guard` has entered a critical section once for it (`rcu_read_lock()`)
+/// and has not yet left it (`rcu_read_unlock()`).
 ///
 /// # Examples
 ///
@@ -44,10 +76,9 @@ impl Guard {
     #[inline]
     #[allow(clippy::new_without_default)]
     pub fn new() -> Self {
-        // SAFETY: `rcu_read_lock()` may be called from any context; the matching unlock is done
-        // in `Drop`, in this context since `Guard` is not `Send`.
-        unsafe { bindings::rcu_read_lock() };
-        // INVARIANT: `rcu_read_lock()` was just called for this guard.
+        // The matching `leave` is in `Drop`, in this context since `Guard` is not `Send`.
+        enter();
+        // INVARIANT: The critical section was just entered for this guard.
         Self {
             _not_send: PhantomData,
         }
@@ -68,9 +99,9 @@ impl Guard {
 impl Drop for Guard {
     #[inline]
     fn drop(&mut self) {
-        // SAFETY: By the type invariant, this context holds the `rcu_read_lock()` taken for this
-        // guard, and it is released exactly once because `drop` runs once.
-        unsafe { bindings::rcu_read_unlock() };
+        // By the type invariant, this context holds the critical section entered for this guard,
+        // and leaves it exactly once because `drop` runs once.
+        leave();
     }
 }
 
