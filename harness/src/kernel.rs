@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 const TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
 
 /// Which config fragments go over tinyconfig besides base and the arch's.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Flavor {
     /// Names under guest-kernel/configs/ without `.config`, e.g. `debug`.
     pub extra: Vec<String>,

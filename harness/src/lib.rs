@@ -4,11 +4,13 @@
 
 pub mod apt;
 pub mod arch;
+pub mod bench;
 pub mod build_errors;
 pub mod console;
 pub mod cpio;
 pub mod device;
 pub mod driver;
+pub mod figures;
 pub mod image;
 pub mod kconfig;
 pub mod kernel;
@@ -22,6 +24,7 @@ pub mod qmp;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod svg;
 
 use anyhow::{bail, Result};
 use std::path::PathBuf;

@@ -394,7 +394,7 @@ fn host_action(
 
 /// A UTC timestamp plus the pid: unique even for two runs started in the
 /// same second.
-fn run_id() -> String {
+pub fn run_id() -> String {
     let secs = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -475,6 +475,22 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
     if opts.unit_tests {
         results.push(cargo_test(paths, &dir));
     }
+    results.extend(scenarios(paths, opts, &dir)?);
+    report::write_files(&dir, &results)?;
+    if opts.repeat == 1 {
+        println!("\n{}", report::table(&results));
+    } else {
+        println!("\n{}", report::table(&report::per_scenario(&results)));
+    }
+    println!("report: {}", dir.join("report.json").display());
+    Ok(results.iter().all(|r| r.verdict != Verdict::Fail))
+}
+
+/// Runs the chosen scenarios on the chosen arches, logs under `dir`; a
+/// verdict for each run (the unit tests are the caller's).
+pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Outcome>> {
+    let dir = dir.to_path_buf();
+    let mut results = Vec::new();
     let tc = setup(paths, &opts.arches).context("provisioning")?;
     let device_bin = if opts.scenarios.iter().any(|s| s.device) {
         Some(device::build_server(paths)?)
@@ -543,14 +559,7 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
             started.elapsed().as_secs_f64()
         );
     }
-    report::write_files(&dir, &results)?;
-    if opts.repeat == 1 {
-        println!("\n{}", report::table(&results));
-    } else {
-        println!("\n{}", report::table(&report::per_scenario(&results)));
-    }
-    println!("report: {}", dir.join("report.json").display());
-    Ok(results.iter().all(|r| r.verdict != Verdict::Fail))
+    Ok(results)
 }
 
 #[cfg(test)]

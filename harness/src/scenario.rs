@@ -6,6 +6,7 @@ use crate::arch::Arch;
 use crate::console::{self, Splat};
 use crate::device::{self, Access, Claimed, Stopped};
 use crate::driver;
+use crate::figures::GuestFigures;
 use crate::ktap::{self, Line};
 use crate::kunit;
 use crate::qemu::Console;
@@ -113,7 +114,8 @@ pub enum Kind {
     /// No boot: our driver's `.ko` keeps its PCI id table in read-only data,
     /// ending in a zero sentinel.
     IdTable,
-    /// The runner's KTAP; the `bench` lines it printed go into the note.
+    /// The runner's KTAP, and every figure `pci_rig_bench` promises
+    /// (`figures::GuestFigures`); their summary goes into the note.
     Bench,
 }
 
@@ -343,12 +345,12 @@ pub const AER: Scenario = Scenario {
     )
 };
 
-/// Figures, not a verdict on them: MMIO read cost on our device against
-/// QEMU's pci-testdev in the same boot, and BAR2 throughput.
+/// Figures, not a verdict on them (`cargo xtask bench` reports them): it
+/// fails only when the module's figures are missing or malformed.
 pub const BENCH: Scenario = Scenario {
     name: "bench",
     about:
-        "pci_rig_bench: median register read on our device vs pci-testdev, BAR2 window throughput",
+        "pci_rig_bench: MMIO read raw / through Devres / under one guard on our device and pci-testdev, BAR2 throughput, unbind cost with K Devres values",
     kind: Kind::Bench,
     device: true,
     qemu_args: &["-device", "pci-testdev"],
@@ -494,10 +496,9 @@ pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
         );
     }
     if s.kind == Kind::Bench {
-        for l in &text {
-            if let Some((_, figures)) = l.split_once(": bench ") {
-                backed.push_str(&format!(", {figures}"));
-            }
+        match GuestFigures::parse(&text).and_then(|g| g.check_complete().map(|()| g)) {
+            Ok(g) => backed.push_str(&format!("; {}", g.summary())),
+            Err(e) => return Judgement::fail(Cause::Checks, e),
         }
     }
     if let Some(want) = s.driver {
@@ -707,6 +708,54 @@ mod tests {
         let j = judge(&BOOT, &console(GOOD, false), &[]);
         assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
         assert!(j.reason.starts_with("2/2 guest checks ok"), "{}", j.reason);
+    }
+
+    #[test]
+    fn bench_fails_without_its_figures_and_passes_with_them() {
+        let runner = [
+            "KTAP version 1",
+            "1..1",
+            "ok 1 insmod_bench",
+            "pcirig: done",
+        ];
+        let j = judge(&BENCH, &console(&runner, false), &[]);
+        assert_eq!(j.cause, Some(Cause::Checks));
+        assert!(
+            j.reason
+                .starts_with("bench lines missing: mmio dev=pci-testdev, mmio dev=pci-rig, window"),
+            "{}",
+            j.reason
+        );
+        let mut lines = runner.to_vec();
+        let figures = [
+            "x: bench mmio dev=pci-testdev reads=3232 raw_ns=200 devres_ns=204 guard_ns=200",
+            "x: bench mmio dev=pci-rig reads=3232 raw_ns=70000 devres_ns=70100 guard_ns=70000",
+            "x: bench window bytes=65536 ns=1000000000 kib_per_s=64",
+            "x: bench revoke_each k=1 ns=1",
+            "x: bench revoke_each k=16 ns=16",
+            "x: bench revoke_each k=64 ns=64",
+            "x: bench unbind k=1 worker=idle remove_ns=1 total_ns=1000000",
+            "x: bench unbind k=16 worker=idle remove_ns=1 total_ns=1000000",
+            "x: bench unbind k=64 worker=idle remove_ns=1 total_ns=1000000",
+            "x: bench unbind k=1 worker=busy remove_ns=1 total_ns=2000000",
+            "x: bench unbind k=16 worker=busy remove_ns=1 total_ns=2000000",
+            "x: bench unbind k=64 worker=busy remove_ns=1 total_ns=2000000",
+        ];
+        lines.splice(3..3, figures);
+        let j = judge(&BENCH, &console(&lines, false), &[]);
+        assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
+        assert!(
+            j.reason.contains("pci-testdev read 200 ns raw, b/a 1.02"),
+            "{}",
+            j.reason
+        );
+        lines[4] = "x: bench mmio dev=pci-rig reads=3232 raw_ns=seventy devres_ns=1 guard_ns=1";
+        let j = judge(&BENCH, &console(&lines, false), &[]);
+        assert!(
+            j.reason.starts_with("raw_ns= is not a number"),
+            "{}",
+            j.reason
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 use harness::arch::Arch;
 use harness::kernel::Flavor;
-use harness::{run, scenario, Paths};
+use harness::{bench, run, scenario, Paths};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -41,7 +41,8 @@ enum Cmd {
         #[arg(long)]
         debug: bool,
     },
-    /// Run the workspace's tests, then boot scenarios and judge them.
+    /// Run the workspace's tests (unless one scenario is asked for), then
+    /// boot scenarios and judge them.
     Test {
         /// x86_64, arm64, riscv64 or all.
         #[arg(long, default_value = "all", value_parser = parse_arches)]
@@ -51,7 +52,7 @@ enum Cmd {
         scenario: Option<&'static scenario::Scenario>,
         #[arg(long)]
         debug: bool,
-        /// Skip `cargo test --workspace`.
+        /// Skip `cargo test --workspace` (skipped anyway with --scenario).
         #[arg(long)]
         no_unit_tests: bool,
         /// Run each scenario N times.
@@ -61,6 +62,22 @@ enum Cmd {
         /// times), without the unit tests; not part of the default run.
         #[arg(long, conflicts_with = "scenario")]
         soak: bool,
+    },
+    /// Measure turnaround, MMIO and unbind cost side by side; writes
+    /// target/pci-rig/bench/<run-id>/bench.json and bench.svg.
+    Bench {
+        /// x86_64, arm64, riscv64 or all.
+        #[arg(long, default_value = "all", value_parser = parse_arches)]
+        arch: Arches,
+        /// Boots of the `boot` and `bench` scenarios per arch.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+        guest_runs: u32,
+        /// Edit→verdict runs (0 skips them).
+        #[arg(long, default_value_t = 5)]
+        edit_runs: u32,
+        /// Skip timing the whole `cargo xtask test` (the longest part).
+        #[arg(long)]
+        no_matrix: bool,
     },
 }
 
@@ -139,10 +156,24 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 arches: arch.0,
                 scenarios,
                 flavor: flavor(debug),
-                unit_tests: !no_unit_tests && !soak,
+                unit_tests: !no_unit_tests && !soak && scenario.is_none(),
                 repeat: repeat as usize,
             };
             return run::test(&paths, &opts);
+        }
+        Cmd::Bench {
+            arch,
+            guest_runs,
+            edit_runs,
+            no_matrix,
+        } => {
+            let opts = bench::BenchOptions {
+                arches: arch.0,
+                guest_runs: guest_runs as usize,
+                edit_runs: edit_runs as usize,
+                matrix: !no_matrix,
+            };
+            return bench::bench(&paths, &opts);
         }
     }
     Ok(true)

@@ -1,0 +1,833 @@
+//! `cargo xtask bench`: the figures a rig is chosen by, measured side by side
+//! in one run (absolute times drift on shared machines), written to
+//! `target/pci-rig/bench/<run-id>/` as `bench.json` and `bench.svg` and
+//! printed as a table. It never judges a number; it fails only when a
+//! measurement could not be taken.
+//!
+//! 1. Guest figures, `--guest-runs` boots per arch of `boot` (boot→verdict)
+//!    and `bench` (`figures::GuestFigures`: MMIO three ways, unbind cost).
+//! 2. Edit→verdict: a real edit of the driver's source, then
+//!    `cargo xtask test --arch A --scenario mmio`, timed to its exit.
+//! 3. Warm matrix: `cargo xtask test` (the CI command) on a warm cache.
+
+use crate::arch::Arch;
+use crate::figures::{self, median, GuestFigures, Mmio, KS};
+use crate::kernel::Flavor;
+use crate::report::{Outcome, Verdict};
+use crate::run::{self, TestOptions};
+use crate::scenario;
+use crate::svg::{self, Bar, Panel};
+use crate::Paths;
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// The goals the figures are reported against.
+pub const GOAL_DEVRES_RATIO: f64 = 1.05;
+pub const GOAL_EDIT_S: f64 = 12.0;
+pub const GOAL_MATRIX_S: f64 = 90.0;
+
+/// The driver source the edit→verdict loop edits.
+const EDITED: &str = "guest-kernel/driver/pci_rig.rs";
+
+pub struct BenchOptions {
+    pub arches: Vec<Arch>,
+    /// Boots of `boot` and of `bench` per arch.
+    pub guest_runs: usize,
+    /// Edit→verdict runs (0: skip).
+    pub edit_runs: usize,
+    /// Time the whole `cargo xtask test`.
+    pub matrix: bool,
+}
+
+/// Wall times of repeated runs of one command.
+#[derive(Debug, Serialize)]
+pub struct Timed {
+    pub command: String,
+    pub runs_s: Vec<f64>,
+    pub median_s: f64,
+    pub goal_s: f64,
+    /// Whether every run ended with all its verdicts passing.
+    pub all_passed: bool,
+    pub logs: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct BootTimes {
+    pub arch: String,
+    pub runs_s: Vec<f64>,
+    pub median_s: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct MmioRow {
+    #[serde(flatten)]
+    pub mmio: Mmio,
+    pub b_over_a: f64,
+    pub c_over_a: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct UnbindRow {
+    pub k: u32,
+    pub worker: &'static str,
+    pub runs: usize,
+    pub remove_ns: i64,
+    pub total_ns: i64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RevokeRow {
+    pub k: u32,
+    pub ns: i64,
+}
+
+/// One arch's guest figures: medians over its `bench` boots.
+#[derive(Debug, Serialize)]
+pub struct GuestRow {
+    pub arch: String,
+    pub boots: usize,
+    pub mmio: Vec<MmioRow>,
+    pub unbind: Vec<UnbindRow>,
+    pub revoke_each: Vec<RevokeRow>,
+    pub window_kib_per_s: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub run_id: String,
+    pub commit: String,
+    pub cpus: usize,
+    pub edit_verdict: Option<Timed>,
+    pub warm_matrix: Option<Timed>,
+    pub boot: Vec<BootTimes>,
+    pub guest: Vec<GuestRow>,
+    pub goals: Goals,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Goals {
+    pub devres_ratio_on_pci_testdev: f64,
+    pub edit_verdict_s: f64,
+    pub warm_matrix_s: f64,
+}
+
+/// Medians over the `bench` boots of one arch.
+pub fn guest_row(arch: &str, boots: &[GuestFigures]) -> GuestRow {
+    let mmio = figures::DEVICES
+        .iter()
+        .filter_map(|d| {
+            let of = |f: fn(&Mmio) -> i64| {
+                median(
+                    boots
+                        .iter()
+                        .flat_map(|b| b.mmio.iter().filter(|m| m.device == *d).map(f))
+                        .map(|v| v as f64)
+                        .collect(),
+                )
+            };
+            let reads = boots
+                .iter()
+                .flat_map(|b| &b.mmio)
+                .find(|m| m.device == *d)?
+                .reads;
+            let mmio = Mmio {
+                device: d.to_string(),
+                reads,
+                raw_ns: of(|m| m.raw_ns)? as i64,
+                devres_ns: of(|m| m.devres_ns)? as i64,
+                guard_ns: of(|m| m.guard_ns)? as i64,
+            };
+            Some(MmioRow {
+                b_over_a: mmio.devres_ratio(),
+                c_over_a: mmio.guard_ratio(),
+                mmio,
+            })
+        })
+        .collect();
+    let pooled = GuestFigures {
+        unbind: boots.iter().flat_map(|b| b.unbind.clone()).collect(),
+        ..GuestFigures::default()
+    };
+    let mut unbind = Vec::new();
+    for busy in [false, true] {
+        for k in KS {
+            if let Some((remove_ns, total_ns)) = pooled.unbind_median(k, busy) {
+                unbind.push(UnbindRow {
+                    k,
+                    worker: if busy { "busy" } else { "idle" },
+                    runs: pooled
+                        .unbind
+                        .iter()
+                        .filter(|u| u.k == k && u.busy == busy)
+                        .count(),
+                    remove_ns,
+                    total_ns,
+                });
+            }
+        }
+    }
+    let revoke_each = KS
+        .iter()
+        .filter_map(|&k| {
+            let ns = median(
+                boots
+                    .iter()
+                    .flat_map(|b| {
+                        b.revoke_each
+                            .iter()
+                            .filter(|r| r.k == k)
+                            .map(|r| r.ns as f64)
+                    })
+                    .collect(),
+            )?;
+            Some(RevokeRow { k, ns: ns as i64 })
+        })
+        .collect();
+    GuestRow {
+        arch: arch.to_string(),
+        boots: boots.len(),
+        mmio,
+        unbind,
+        revoke_each,
+        window_kib_per_s: median(
+            boots
+                .iter()
+                .filter_map(|b| b.window.as_ref().map(|w| w.kib_per_s as f64))
+                .collect(),
+        ),
+    }
+}
+
+/// Puts the edited file back however the bench ends (error or panic).
+struct Restore {
+    path: PathBuf,
+    original: Vec<u8>,
+}
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::write(&self.path, &self.original) {
+            eprintln!("bench: could not restore {}: {e}", self.path.display());
+        }
+    }
+}
+
+/// Runs `cargo ARGS` in the checkout as a user would, output into `log`; its
+/// wall time and whether it exited successfully.
+fn cargo(paths: &Paths, args: &[&str], log: &Path) -> Result<(f64, bool)> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+    let started = Instant::now();
+    let status = Command::new(cargo)
+        .args(args)
+        .current_dir(&paths.root)
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .status()
+        .context("running cargo")?;
+    Ok((started.elapsed().as_secs_f64(), status.success()))
+}
+
+fn timed(
+    paths: &Paths,
+    dir: &Path,
+    name: &str,
+    args: &[&str],
+    runs: usize,
+    goal_s: f64,
+    before: impl Fn(usize) -> Result<()>,
+) -> Result<Timed> {
+    let command = format!("cargo xtask {}", args.join(" "));
+    let mut t = Timed {
+        command: command.clone(),
+        runs_s: Vec::new(),
+        median_s: 0.0,
+        goal_s,
+        all_passed: true,
+        logs: Vec::new(),
+    };
+    for i in 1..=runs {
+        before(i)?;
+        let log = dir.join(format!("{name}-{i}.log"));
+        let xtask: Vec<&str> = std::iter::once("xtask")
+            .chain(args.iter().copied())
+            .collect();
+        let (s, ok) = cargo(paths, &xtask, &log)?;
+        eprintln!(
+            "bench: {command} ({i}/{runs}): {s:.1} s{}",
+            if ok { "" } else { " — FAILED, see the log" }
+        );
+        t.runs_s.push(s);
+        t.all_passed &= ok;
+        t.logs.push(rel(paths, &log));
+    }
+    t.median_s = median(t.runs_s.clone()).unwrap_or(0.0);
+    Ok(t)
+}
+
+fn rel(paths: &Paths, p: &Path) -> String {
+    p.strip_prefix(&paths.root)
+        .unwrap_or(p)
+        .display()
+        .to_string()
+}
+
+/// The edit→verdict loop: each run appends a different comment line to the
+/// driver (so it really rebuilds), then times the mmio scenario.
+fn edit_verdict(paths: &Paths, dir: &Path, arch: Arch, runs: usize) -> Result<Timed> {
+    let path = paths.root.join(EDITED);
+    let original = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    let _restore = Restore {
+        path: path.clone(),
+        original: original.clone(),
+    };
+    let arch = arch.to_string();
+    timed(
+        paths,
+        dir,
+        "edit-verdict",
+        &["test", "--arch", &arch, "--scenario", "mmio"],
+        runs,
+        GOAL_EDIT_S,
+        |i| {
+            let mut edited = original.clone();
+            edited.extend_from_slice(format!("// cargo xtask bench: edit {i}\n").as_bytes());
+            std::fs::write(&path, edited).with_context(|| format!("editing {}", path.display()))
+        },
+    )
+}
+
+fn commit(paths: &Paths) -> String {
+    Command::new("git")
+        .args(["describe", "--always", "--dirty"])
+        .current_dir(&paths.root)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map_or_else(
+            || "unknown".into(),
+            |o| String::from_utf8_lossy(&o.stdout).trim().to_string(),
+        )
+}
+
+/// The serial log of a scenario run, from its outcome.
+fn serial_log(paths: &Paths, o: &Outcome) -> PathBuf {
+    let log = PathBuf::from(&o.log);
+    if log.is_absolute() {
+        log
+    } else {
+        paths.root.join(log)
+    }
+    .join("serial.log")
+}
+
+/// `cargo xtask bench`. Returns whether every measurement was taken.
+pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
+    let run_id = run::run_id();
+    let dir = paths.results().join("bench").join(&run_id);
+    std::fs::create_dir_all(&dir)?;
+    eprintln!("bench: results in {}", dir.display());
+    let mut ok = true;
+
+    // Guest figures first: the boots also warm the cache for what follows.
+    let outcomes = run::scenarios(
+        paths,
+        &TestOptions {
+            arches: opts.arches.clone(),
+            scenarios: vec![&scenario::BOOT, &scenario::BENCH],
+            flavor: Flavor::default(),
+            unit_tests: false,
+            repeat: opts.guest_runs,
+        },
+        &dir,
+    )?;
+    let mut boot = Vec::new();
+    let mut guest = Vec::new();
+    for arch in &opts.arches {
+        let arch = arch.to_string();
+        let ours = |name: &'static str| {
+            let arch = arch.clone();
+            outcomes
+                .iter()
+                .filter(move |o| o.arch == arch && o.scenario == name)
+        };
+        let runs_s: Vec<f64> = ours("boot")
+            .filter(|o| o.verdict == Verdict::Pass)
+            .map(|o| o.duration_s)
+            .collect();
+        let mut boots = Vec::new();
+        for o in ours("bench") {
+            let text = std::fs::read_to_string(serial_log(paths, o)).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            match GuestFigures::parse(&lines) {
+                Ok(g) if o.verdict == Verdict::Pass => boots.push(g),
+                Ok(_) => eprintln!(
+                    "bench: {arch} bench boot failed: {}",
+                    o.reason.lines().next().unwrap_or("")
+                ),
+                Err(e) => eprintln!("bench: {arch}: {e}"),
+            }
+        }
+        ok &= runs_s.len() == opts.guest_runs && boots.len() == opts.guest_runs;
+        boot.push(BootTimes {
+            arch: arch.clone(),
+            median_s: median(runs_s.clone()).unwrap_or(0.0),
+            runs_s,
+        });
+        guest.push(guest_row(&arch, &boots));
+    }
+
+    let edit_arch = if opts.arches.contains(&Arch::X86_64) {
+        Arch::X86_64
+    } else {
+        opts.arches[0]
+    };
+    let edit_verdict = if opts.edit_runs > 0 {
+        let t = edit_verdict(paths, &dir, edit_arch, opts.edit_runs)?;
+        ok &= t.all_passed;
+        Some(t)
+    } else {
+        None
+    };
+
+    let warm_matrix = if opts.matrix {
+        let arch_arg = match &opts.arches[..] {
+            [one] => one.to_string(),
+            _ => "all".to_string(),
+        };
+        // Warm: the workspace's test binaries too, not only the kernels.
+        let (_, built) = cargo(
+            paths,
+            &["test", "--workspace", "--no-run"],
+            &dir.join("warmup.log"),
+        )?;
+        if !built {
+            bail!(
+                "cargo test --workspace --no-run failed; see {}",
+                dir.join("warmup.log").display()
+            );
+        }
+        let t = timed(
+            paths,
+            &dir,
+            "warm-matrix",
+            &["test", "--arch", &arch_arg],
+            1,
+            GOAL_MATRIX_S,
+            |_| Ok(()),
+        )?;
+        ok &= t.all_passed;
+        Some(t)
+    } else {
+        None
+    };
+
+    let report = Report {
+        run_id,
+        commit: commit(paths),
+        cpus: std::thread::available_parallelism().map_or(1, usize::from),
+        edit_verdict,
+        warm_matrix,
+        boot,
+        guest,
+        goals: Goals {
+            devres_ratio_on_pci_testdev: GOAL_DEVRES_RATIO,
+            edit_verdict_s: GOAL_EDIT_S,
+            warm_matrix_s: GOAL_MATRIX_S,
+        },
+    };
+    std::fs::write(
+        dir.join("bench.json"),
+        serde_json::to_string_pretty(&report)? + "\n",
+    )?;
+    std::fs::write(dir.join("bench.svg"), picture(&report))?;
+    println!("\n{}", table(&report));
+    println!("bench: {}", dir.join("bench.json").display());
+    println!("bench: {}", dir.join("bench.svg").display());
+    Ok(ok)
+}
+
+fn met(value: f64, goal: f64) -> &'static str {
+    if value <= goal {
+        "met"
+    } else {
+        "missed"
+    }
+}
+
+fn ms(ns: i64) -> String {
+    let ms = ns as f64 / 1e6;
+    if ms >= 100.0 {
+        format!("{ms:.0}")
+    } else {
+        format!("{ms:.1}")
+    }
+}
+
+fn ns_text(ns: i64) -> String {
+    if ns >= 10_000 {
+        format!("{:.1} µs", ns as f64 / 1e3)
+    } else {
+        format!("{ns} ns")
+    }
+}
+
+/// The printed table: one line per figure, with its goal where it has one.
+pub fn table(r: &Report) -> String {
+    let mut t = format!(
+        "bench {} (commit {}, {} CPUs)\n{:<44} {:<58} {}\n",
+        r.run_id, r.commit, r.cpus, "figure", "value", "goal"
+    );
+    let mut row = |what: String, value: String, goal: String| {
+        let _ = writeln!(t, "{what:<44} {value:<58} {goal}");
+    };
+    if let Some(e) = &r.edit_verdict {
+        let runs: Vec<String> = e.runs_s.iter().map(|s| format!("{s:.1}")).collect();
+        row(
+            format!("edit→verdict (median of {})", e.runs_s.len()),
+            format!("{:.1} s (runs {})", e.median_s, runs.join(", ")),
+            format!("≤ {} s: {}", e.goal_s, met(e.median_s, e.goal_s)),
+        );
+    }
+    if let Some(m) = &r.warm_matrix {
+        row(
+            "warm matrix (cargo xtask test)".into(),
+            format!(
+                "{:.1} s{}",
+                m.median_s,
+                if m.all_passed {
+                    ""
+                } else {
+                    " (a verdict failed)"
+                }
+            ),
+            format!("≤ {} s: {}", m.goal_s, met(m.median_s, m.goal_s)),
+        );
+    }
+    for b in &r.boot {
+        row(
+            format!("boot→verdict {} (median of {})", b.arch, b.runs_s.len()),
+            format!("{:.2} s", b.median_s),
+            String::new(),
+        );
+    }
+    for g in &r.guest {
+        for m in &g.mmio {
+            row(
+                format!("MMIO read {} {}", g.arch, m.mmio.device),
+                format!(
+                    "raw {}, b/a {:.3}, c/a {:.3}",
+                    ns_text(m.mmio.raw_ns),
+                    m.b_over_a,
+                    m.c_over_a
+                ),
+                if m.mmio.device == "pci-testdev" {
+                    format!(
+                        "b/a ≤ {GOAL_DEVRES_RATIO}: {}",
+                        met(m.b_over_a, GOAL_DEVRES_RATIO)
+                    )
+                } else {
+                    String::new()
+                },
+            );
+        }
+        for worker in ["idle", "busy"] {
+            let rows: Vec<&UnbindRow> = g.unbind.iter().filter(|u| u.worker == worker).collect();
+            if rows.is_empty() {
+                continue;
+            }
+            let total: Vec<String> = rows.iter().map(|u| ms(u.total_ns)).collect();
+            let remove: Vec<String> = rows
+                .iter()
+                .map(|u| format!("{:.1}", u.remove_ns as f64 / 1e3))
+                .collect();
+            row(
+                format!("unbind {} k=1/16/64, worker {worker}", g.arch),
+                format!(
+                    "total {} ms; remove() {} µs",
+                    total.join("/"),
+                    remove.join("/")
+                ),
+                String::new(),
+            );
+        }
+        if !g.revoke_each.is_empty() {
+            let each: Vec<String> = g.revoke_each.iter().map(|r| ms(r.ns)).collect();
+            row(
+                format!("revoke one by one {} k=1/16/64", g.arch),
+                format!("{} ms", each.join("/")),
+                String::new(),
+            );
+        }
+    }
+    t
+}
+
+/// The picture: turnaround, MMIO cost and ratios, unbind cost.
+pub fn picture(r: &Report) -> String {
+    let mut panels = Vec::new();
+    let bar = |label: String, value: f64, text: String, series: usize| Bar {
+        label,
+        value,
+        text,
+        series,
+    };
+    let mut turnaround = Vec::new();
+    if let Some(e) = &r.edit_verdict {
+        for (i, s) in e.runs_s.iter().enumerate() {
+            turnaround.push(bar(
+                format!("edit→verdict run {}", i + 1),
+                *s,
+                format!("{s:.1} s"),
+                0,
+            ));
+        }
+        turnaround.push(bar(
+            "edit→verdict median".into(),
+            e.median_s,
+            format!("{:.1} s", e.median_s),
+            1,
+        ));
+    }
+    for b in &r.boot {
+        turnaround.push(bar(
+            format!("boot→verdict {}", b.arch),
+            b.median_s,
+            format!("{:.2} s", b.median_s),
+            2,
+        ));
+    }
+    if !turnaround.is_empty() {
+        panels.push(Panel {
+            title: "Turnaround (goal: edit→verdict ≤ 12 s)".into(),
+            unit: "s".into(),
+            bars: turnaround,
+            goal: r
+                .edit_verdict
+                .as_ref()
+                .map(|e| (e.goal_s, format!("{} s", e.goal_s))),
+            log: false,
+        });
+    }
+    if let Some(m) = &r.warm_matrix {
+        panels.push(Panel {
+            title: format!("Warm matrix: {}", m.command),
+            unit: "s".into(),
+            bars: vec![bar(
+                "wall time".into(),
+                m.median_s,
+                format!("{:.1} s", m.median_s),
+                1,
+            )],
+            goal: Some((m.goal_s, format!("goal {} s", m.goal_s))),
+            log: false,
+        });
+    }
+    let mut cost = Vec::new();
+    let mut overhead = Vec::new();
+    for g in &r.guest {
+        for m in &g.mmio {
+            for (way, ns, series) in [
+                ("raw", m.mmio.raw_ns, 0),
+                ("Devres per read", m.mmio.devres_ns, 1),
+                ("one guard", m.mmio.guard_ns, 2),
+            ] {
+                cost.push(bar(
+                    format!("{} {} {way}", g.arch, m.mmio.device),
+                    ns as f64,
+                    ns_text(ns),
+                    series,
+                ));
+            }
+            for (name, ratio, series) in [("b", m.b_over_a, 1), ("c", m.c_over_a, 2)] {
+                let percent = (ratio - 1.0) * 100.0;
+                overhead.push(bar(
+                    format!("{} {} {name}/a", g.arch, m.mmio.device),
+                    percent.max(0.0),
+                    format!("{percent:+.1} %"),
+                    series,
+                ));
+            }
+        }
+    }
+    if !cost.is_empty() {
+        panels.push(Panel {
+            title: "MMIO register read, ns per read (median)".into(),
+            unit: "ns".into(),
+            bars: cost,
+            goal: None,
+            log: true,
+        });
+        panels.push(Panel {
+            title: "MMIO overhead over raw Io: b = try_access per read, c = one guard for the loop"
+                .into(),
+            unit: "%".into(),
+            bars: overhead,
+            goal: Some((
+                (GOAL_DEVRES_RATIO - 1.0) * 100.0,
+                format!("b/a goal {GOAL_DEVRES_RATIO}"),
+            )),
+            log: false,
+        });
+    }
+    let mut unbind = Vec::new();
+    for g in &r.guest {
+        for u in &g.unbind {
+            unbind.push(bar(
+                format!("{} unbind k={} worker {}", g.arch, u.k, u.worker),
+                u.total_ns as f64 / 1e6,
+                format!("{} ms", ms(u.total_ns)),
+                usize::from(u.worker == "busy"),
+            ));
+        }
+        for e in &g.revoke_each {
+            unbind.push(bar(
+                format!("{} revoke one by one k={}", g.arch, e.k),
+                e.ns as f64 / 1e6,
+                format!("{} ms", ms(e.ns)),
+                3,
+            ));
+        }
+    }
+    if !unbind.is_empty() {
+        panels.push(Panel {
+            title: "Unbind: remove() start → last Devres released, vs a grace period per resource"
+                .into(),
+            unit: "ms".into(),
+            bars: unbind,
+            goal: None,
+            log: true,
+        });
+    }
+    svg::render(
+        "pci-rig bench",
+        &format!(
+            "run {}, commit {}, {} CPUs, TCG",
+            r.run_id, r.commit, r.cpus
+        ),
+        &panels,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::figures::{RevokeEach, Unbind};
+
+    fn boot(raw: i64, devres: i64, total_ms: i64) -> GuestFigures {
+        let mmio = |device: &str, scale: i64| Mmio {
+            device: device.into(),
+            reads: 3232,
+            raw_ns: raw * scale,
+            devres_ns: devres * scale,
+            guard_ns: raw * scale,
+        };
+        GuestFigures {
+            mmio: vec![mmio("pci-testdev", 1), mmio("pci-rig", 300)],
+            window: None,
+            unbind: KS
+                .iter()
+                .flat_map(|&k| {
+                    [false, true].map(|busy| Unbind {
+                        k,
+                        busy,
+                        remove_ns: 1000,
+                        total_ns: total_ms * 1_000_000,
+                    })
+                })
+                .collect(),
+            revoke_each: KS
+                .map(|k| RevokeEach {
+                    k,
+                    ns: i64::from(k) * 10_000_000,
+                })
+                .to_vec(),
+        }
+    }
+
+    fn report(guest: Vec<GuestRow>, edit: Vec<f64>) -> Report {
+        Report {
+            run_id: "r".into(),
+            commit: "c".into(),
+            cpus: 2,
+            edit_verdict: Some(Timed {
+                command: "cargo xtask test --arch x86_64 --scenario mmio".into(),
+                median_s: median(edit.clone()).unwrap(),
+                runs_s: edit,
+                goal_s: GOAL_EDIT_S,
+                all_passed: true,
+                logs: vec![],
+            }),
+            warm_matrix: None,
+            boot: vec![],
+            guest,
+            goals: Goals {
+                devres_ratio_on_pci_testdev: GOAL_DEVRES_RATIO,
+                edit_verdict_s: GOAL_EDIT_S,
+                warm_matrix_s: GOAL_MATRIX_S,
+            },
+        }
+    }
+
+    #[test]
+    fn guest_rows_take_medians_over_boots() {
+        let row = guest_row(
+            "x86_64",
+            &[boot(200, 300, 10), boot(220, 220, 30), boot(210, 215, 20)],
+        );
+        let t = &row.mmio[0];
+        assert_eq!(
+            (t.mmio.device.as_str(), t.mmio.raw_ns, t.mmio.devres_ns),
+            ("pci-testdev", 210, 220)
+        );
+        assert!((t.b_over_a - 220.0 / 210.0).abs() < 1e-9);
+        assert_eq!(row.unbind.len(), 6);
+        assert_eq!(
+            (row.unbind[0].runs, row.unbind[0].total_ns),
+            (3, 20_000_000)
+        );
+        assert_eq!(row.revoke_each[2].ns, 640_000_000);
+        assert_eq!(row.window_kib_per_s, None);
+    }
+
+    #[test]
+    fn the_table_says_which_goals_were_met() {
+        let fast = report(
+            vec![guest_row("x86_64", &[boot(200, 205, 10)])],
+            vec![9.0, 11.0, 10.0],
+        );
+        let t = table(&fast);
+        assert!(
+            t.contains("10.0 s (runs 9.0, 11.0, 10.0)") && t.contains("≤ 12 s: met"),
+            "{t}"
+        );
+        assert!(
+            t.contains("b/a 1.025") && t.contains("b/a ≤ 1.05: met"),
+            "{t}"
+        );
+        assert!(
+            t.contains("revoke one by one x86_64 k=1/16/64") && t.contains("10.0/160/640 ms"),
+            "{t}"
+        );
+        let slow = report(vec![guest_row("x86_64", &[boot(200, 280, 10)])], vec![13.0]);
+        let t = table(&slow);
+        assert!(
+            t.contains("≤ 12 s: missed") && t.contains("b/a ≤ 1.05: missed"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn the_picture_has_a_bar_per_figure() {
+        let r = report(vec![guest_row("x86_64", &[boot(200, 205, 10)])], vec![10.0]);
+        let svg = picture(&r);
+        // edit run + median; 2 devices x 3 ways; 2 devices x 2 ratios; 6 unbind + 3 revoke.
+        assert_eq!(svg.matches("<rect x=").count(), 2 + 6 + 4 + 9, "{svg}");
+        assert!(svg.contains("+2.5 %"), "{svg}");
+    }
+}
