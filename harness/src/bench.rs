@@ -343,6 +343,8 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
             flavor: Flavor::default(),
             unit_tests: false,
             repeat: opts.guest_runs,
+            // One arch at a time: figures from a machine running nothing else.
+            jobs: 1,
         },
         &dir,
     )?;

@@ -381,6 +381,20 @@ pub fn build(paths: &Paths, tc: &Toolchain, arch: Arch, flavor: &Flavor) -> Resu
     // Rust code is linted as it builds; the files we lay over the tree must
     // build without a warning (upstream's own are not ours to judge).
     cmd.arg("CLIPPY=1");
+    // A no-op make still takes seconds to walk the tree; skip it when nothing
+    // it reads has changed since it last succeeded.
+    let stamp = build.join("pci-rig-built");
+    let inputs = build_inputs(paths, &build, arch, &cmd)?;
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(&inputs)
+        && build.join(arch.kernel_image()).exists()
+    {
+        eprintln!(
+            "kernel {arch}: unchanged since its last build ({})",
+            build.display()
+        );
+        return Ok(Kernel { arch, src, build });
+    }
+    let _ = std::fs::remove_file(&stamp);
     run_make(cmd, &log, &format!("kernel {arch}"))?;
     let ours = std::fs::read_to_string(src.parent().unwrap().join("overlay-manifest"))?;
     let warnings: Vec<String> = build_errors::warnings(&std::fs::read_to_string(&log)?)
@@ -395,12 +409,82 @@ pub fn build(paths: &Paths, tc: &Toolchain, arch: Arch, flavor: &Flavor) -> Resu
             log.display()
         );
     }
+    std::fs::write(&stamp, inputs)?;
     eprintln!(
         "kernel {arch}: up to date in {:.1} s ({})",
         started.elapsed().as_secs_f64(),
         build.display()
     );
     Ok(Kernel { arch, src, build })
+}
+
+/// A digest of what a kernel build reads that can change between runs: our
+/// overlay and patches (the pristine tree is keyed by its version), the
+/// merged `.config`, the make command line, and the identity (size, mtime)
+/// of the compilers it runs.
+fn build_inputs(paths: &Paths, build: &Path, arch: Arch, cmd: &Command) -> Result<String> {
+    let mut h = Fnv::default();
+    let guest = paths.root.join("guest-kernel");
+    for dir in ["rust", "patches"] {
+        let mut files = walk(&guest.join(dir))?;
+        files.sort();
+        for f in files {
+            h.write(f.strip_prefix(&guest)?.as_os_str().as_encoded_bytes());
+            h.write(&std::fs::read(&f)?);
+        }
+    }
+    h.write(&std::fs::read(build.join(".config"))?);
+    h.write(format!("{cmd:?}").as_bytes());
+    let mut tools = vec![
+        PathBuf::from("/usr/bin/rustc"),
+        PathBuf::from("/usr/bin/clippy-driver"),
+    ];
+    let var = |name: &str| {
+        arch.make_vars()
+            .iter()
+            .find_map(|v| v.strip_prefix(name).map(str::to_string))
+    };
+    tools.push(match (var("LLVM="), var("CROSS_COMPILE=")) {
+        (Some(llvm), _) => PathBuf::from(format!("{llvm}clang")),
+        (None, Some(cross)) => on_path(&format!("{cross}gcc")),
+        (None, None) => on_path("gcc"),
+    });
+    for t in tools {
+        let m = std::fs::metadata(&t);
+        let id = m.map_or_else(
+            |_| "missing".to_string(),
+            |m| format!("{} {:?}", m.len(), m.modified().ok()),
+        );
+        h.write(format!("{} {id}", t.display()).as_bytes());
+    }
+    Ok(format!("{:016x}\n", h.0))
+}
+
+/// `name` as found on `PATH` (or itself, if it is not there).
+fn on_path(name: &str) -> PathBuf {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|d| d.join(name))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| PathBuf::from(name))
+}
+
+/// FNV-1a, 64 bits: stable across Rust versions, unlike `DefaultHasher`.
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
 }
 
 /// Builds the out-of-tree module in `dir` (a Kbuild file and its sources)
@@ -494,6 +578,50 @@ mod tests {
                 let _ = std::fs::remove_dir_all(&self.0);
             }
         }
+    }
+
+    #[test]
+    fn fnv_1a_matches_its_reference_vectors() {
+        let hash = |s: &str| {
+            let mut h = Fnv::default();
+            h.write(s.as_bytes());
+            h.0
+        };
+        assert_eq!(hash(""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(hash("a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(hash("foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn build_inputs_change_with_the_overlay_config_and_command() {
+        let d = tempdir::Dir::new();
+        let paths = Paths {
+            root: d.path().join("checkout"),
+            cache: d.path().join("cache"),
+        };
+        let build = d.path().join("build");
+        std::fs::create_dir_all(paths.root.join("guest-kernel/rust/kernel")).unwrap();
+        std::fs::create_dir_all(&build).unwrap();
+        let pci = paths.root.join("guest-kernel/rust/kernel/pci.rs");
+        std::fs::write(&pci, "// v1\n").unwrap();
+        std::fs::write(build.join(".config"), "CONFIG_PCI=y\n").unwrap();
+        let inputs = || build_inputs(&paths, &build, Arch::X86_64, &make_with("V=0")).unwrap();
+        let first = inputs();
+        assert_eq!(inputs(), first, "nothing changed");
+        std::fs::write(&pci, "// v2\n").unwrap();
+        let second = inputs();
+        assert_ne!(second, first, "an overlay file changed");
+        std::fs::write(build.join(".config"), "CONFIG_PCI=n\n").unwrap();
+        let third = inputs();
+        assert_ne!(third, second, ".config changed");
+        let other = build_inputs(&paths, &build, Arch::X86_64, &make_with("W=1")).unwrap();
+        assert_ne!(other, third, "the command line changed");
+    }
+
+    fn make_with(arg: &str) -> Command {
+        let mut c = Command::new("make");
+        c.arg("CLIPPY=1").arg(arg);
+        c
     }
 
     #[test]

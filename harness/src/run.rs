@@ -308,7 +308,7 @@ impl Rig<'_> {
     /// Boots guests that are broken on purpose and checks the harness notices.
     fn selftest(&self, dir: &Path) -> Result<(Verdict, String)> {
         let cases = [
-            ("selftest-hang", Cause::Timeout, 20),
+            ("selftest-hang", Cause::Timeout, 10),
             ("selftest-panic", Cause::Splat(Splat::Panic), 60),
             ("selftest-warning", Cause::Splat(Splat::Warning), 60),
         ];
@@ -465,6 +465,8 @@ pub struct TestOptions {
     pub unit_tests: bool,
     /// Runs of each scenario (soak: many).
     pub repeat: usize,
+    /// Arches run at once.
+    pub jobs: usize,
 }
 
 /// `cargo xtask test`. Returns whether every verdict passed.
@@ -487,79 +489,108 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
 }
 
 /// Runs the chosen scenarios on the chosen arches, logs under `dir`; a
-/// verdict for each run (the unit tests are the caller's).
+/// verdict for each run (the unit tests are the caller's), in arch order.
+/// Up to `opts.jobs` arches run at once: their boots are one TCG process
+/// each, and much of a hot-plug scenario is waiting.
 pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Outcome>> {
-    let dir = dir.to_path_buf();
-    let mut results = Vec::new();
     let tc = setup(paths, &opts.arches).context("provisioning")?;
     let device_bin = if opts.scenarios.iter().any(|s| s.device) {
         Some(device::build_server(paths)?)
     } else {
         None
     };
-    for &arch in &opts.arches {
-        let started = Instant::now();
-        let with_driver = opts.scenarios.iter().any(|s| s.needs_driver());
-        let prepared = prepare(paths, &tc, arch, &opts.flavor, &dir, with_driver);
-        let runs = opts
-            .scenarios
-            .iter()
-            .flat_map(|s| (1..=opts.repeat).map(move |i| (s, i)));
-        for (s, i) in runs {
-            let log = if opts.repeat == 1 {
-                dir.join(format!("{arch}-{}", s.name))
-            } else {
-                dir.join(format!("{arch}-{}-{i:03}", s.name))
-            };
-            let t = Instant::now();
-            let (verdict, reason) = match &prepared {
-                Ok(p) => Rig {
-                    paths,
-                    tc: &tc,
-                    p,
-                    device: device_bin.as_deref(),
-                }
-                .run_scenario(s, &log),
-                Err(e) => (
-                    Verdict::Fail,
-                    format!("kernel or image build failed: {e:#}"),
-                ),
-            };
-            let duration_s = t.elapsed().as_secs_f64();
-            eprintln!(
-                "test: {arch} {}{}: {:?} in {duration_s:.1} s — {}",
-                s.name,
-                if opts.repeat == 1 {
-                    String::new()
-                } else {
-                    format!(" ({i}/{})", opts.repeat)
-                },
-                verdict,
-                reason.lines().next().unwrap_or("")
-            );
-            if verdict == Verdict::Fail {
-                eprintln!("{reason}\n(logs: {})", log.display());
-            }
-            let log = log
-                .strip_prefix(&paths.root)
-                .unwrap_or(&log)
-                .display()
-                .to_string();
-            results.push(Outcome {
-                arch: arch.to_string(),
-                scenario: s.name.to_string(),
-                verdict,
-                duration_s,
-                log,
-                reason,
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done: Vec<std::sync::Mutex<Vec<Outcome>>> =
+        opts.arches.iter().map(|_| Default::default()).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..opts.jobs.clamp(1, opts.arches.len().max(1)) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&arch) = opts.arches.get(i) else {
+                    break;
+                };
+                let results = run_arch(paths, &tc, device_bin.as_deref(), opts, arch, dir);
+                *done[i].lock().unwrap_or_else(|e| e.into_inner()) = results;
             });
         }
+    });
+    Ok(done
+        .into_iter()
+        .flat_map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .collect())
+}
+
+/// One arch: build (one build at a time, see `build_lock`), then every run.
+fn run_arch(
+    paths: &Paths,
+    tc: &Toolchain,
+    device: Option<&Path>,
+    opts: &TestOptions,
+    arch: Arch,
+    dir: &Path,
+) -> Vec<Outcome> {
+    let started = Instant::now();
+    let with_driver = opts.scenarios.iter().any(|s| s.needs_driver());
+    let prepared = prepare(paths, tc, arch, &opts.flavor, dir, with_driver);
+    let runs = opts
+        .scenarios
+        .iter()
+        .flat_map(|s| (1..=opts.repeat).map(move |i| (s, i)));
+    let mut results = Vec::new();
+    for (s, i) in runs {
+        let log = if opts.repeat == 1 {
+            dir.join(format!("{arch}-{}", s.name))
+        } else {
+            dir.join(format!("{arch}-{}-{i:03}", s.name))
+        };
+        let t = Instant::now();
+        let (verdict, reason) = match &prepared {
+            Ok(p) => Rig {
+                paths,
+                tc,
+                p,
+                device,
+            }
+            .run_scenario(s, &log),
+            Err(e) => (
+                Verdict::Fail,
+                format!("kernel or image build failed: {e:#}"),
+            ),
+        };
+        let duration_s = t.elapsed().as_secs_f64();
         eprintln!(
-            "test: {arch} done in {:.1} s",
-            started.elapsed().as_secs_f64()
+            "test: {arch} {}{}: {:?} in {duration_s:.1} s — {}",
+            s.name,
+            if opts.repeat == 1 {
+                String::new()
+            } else {
+                format!(" ({i}/{})", opts.repeat)
+            },
+            verdict,
+            reason.lines().next().unwrap_or("")
         );
+        if verdict == Verdict::Fail {
+            eprintln!("{reason}\n(logs: {})", log.display());
+        }
+        let log = log
+            .strip_prefix(&paths.root)
+            .unwrap_or(&log)
+            .display()
+            .to_string();
+        results.push(Outcome {
+            arch: arch.to_string(),
+            scenario: s.name.to_string(),
+            verdict,
+            duration_s,
+            log,
+            reason,
+        });
     }
-    Ok(results)
+    eprintln!(
+        "test: {arch} done in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    results
 }
 
 #[cfg(test)]

@@ -62,6 +62,9 @@ enum Cmd {
         /// times), without the unit tests; not part of the default run.
         #[arg(long, conflicts_with = "scenario")]
         soak: bool,
+        /// Arches run at once (default: one per CPU).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        jobs: Option<u32>,
     },
     /// Measure turnaround, MMIO and unbind cost side by side; writes
     /// target/pci-rig/bench/<run-id>/bench.json and bench.svg.
@@ -145,6 +148,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
             no_unit_tests,
             repeat,
             soak,
+            jobs,
         } => {
             let scenarios = match (soak, scenario) {
                 (true, _) => scenario::SOAK.to_vec(),
@@ -158,6 +162,10 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 flavor: flavor(debug),
                 unit_tests: !no_unit_tests && !soak && scenario.is_none(),
                 repeat: repeat as usize,
+                jobs: jobs.map_or_else(
+                    || std::thread::available_parallelism().map_or(1, usize::from),
+                    |j| j as usize,
+                ),
             };
             return run::test(&paths, &opts);
         }
