@@ -410,12 +410,13 @@ pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
             format!("{}: {line}\n{excerpt}", kind.name()),
         );
     }
-    // A server whose device was unplugged may end cleanly when QEMU hangs up.
-    let unplugged = s.driver.is_some_and(|d| d.unplugs > 0);
+    // A server ends by itself, cleanly, when QEMU hangs up (the guest powered
+    // off, or its device was unplugged), which may come before the harness
+    // stops it; only a failed exit is a death.
     if let Some(status) = device
         .iter()
-        .find_map(|d| d.died)
-        .filter(|st| !(unplugged && st.success()))
+        .filter_map(|d| d.died)
+        .find(|st| !st.success())
     {
         return Judgement::fail(
             Cause::Device,
@@ -932,6 +933,25 @@ mod tests {
             status: std::process::ExitStatus::from_raw(0),
             log: log.to_vec(),
         }]
+    }
+
+    #[test]
+    fn a_server_that_failed_is_a_death_one_that_saw_qemu_hang_up_is_not() {
+        use std::os::unix::process::ExitStatusExt;
+        let runner = ["KTAP version 1", "1..1", "ok 1 find_dev", "pcirig: done"];
+        let s = Scenario {
+            device: true,
+            ..Scenario::plain("device-ish", Duration::from_secs(60))
+        };
+        let mut servers = stopped(&[]);
+        servers[0].died = Some(std::process::ExitStatus::from_raw(0));
+        let j = judge(&s, &console(&runner, false), &servers);
+        assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
+        servers.push(stopped(&[]).remove(0));
+        servers[1].died = Some(std::process::ExitStatus::from_raw(1 << 8));
+        let j = judge(&s, &console(&runner, false), &servers);
+        assert_eq!(j.cause, Some(Cause::Device), "{}", j.reason);
+        assert!(j.reason.contains("exit status: 1"), "{}", j.reason);
     }
 
     #[test]
