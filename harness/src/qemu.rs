@@ -44,8 +44,15 @@ pub fn socket_dir(dir: &Path) -> Result<PathBuf> {
     if dir.join("control.sock").as_os_str().len() < 100 {
         return Ok(dir.to_path_buf());
     }
+    // Named after the whole path: the same scenario boots on other arches at
+    // the same time, and every caller for this boot must find the same folder.
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    std::hash::Hash::hash(dir, &mut h);
     let name = dir.file_name().unwrap_or_default().to_string_lossy();
-    let d = std::env::temp_dir().join(format!("pci-rig-{}-{name}", std::process::id()));
+    let d = std::env::temp_dir().join(format!(
+        "pci-rig-{:016x}-{name}",
+        std::hash::Hasher::finish(&h)
+    ));
     std::fs::create_dir_all(&d)?;
     std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700))?;
     std::fs::write(
@@ -173,5 +180,39 @@ impl Guest<'_> {
             elapsed: started.elapsed(),
             events: std::mem::take(&mut qmp.events),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::socket_dir;
+    use std::path::PathBuf;
+
+    #[test]
+    fn long_boot_folders_get_one_private_socket_folder_each() {
+        let base = std::env::temp_dir().join(format!("pci-rig-sockets-{}", std::process::id()));
+        let long = "x".repeat(60);
+        let arm = base.join(format!("{long}/arm64-selftest/selftest-warning"));
+        let riscv = base.join(format!("{long}/riscv64-selftest/selftest-warning"));
+        let short = base.join("b");
+        for d in [&arm, &riscv, &short] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let a: PathBuf = socket_dir(&arm).unwrap();
+        assert_ne!(a, arm, "too long for a socket: moved");
+        assert_eq!(
+            socket_dir(&arm).unwrap(),
+            a,
+            "the same boot finds the same folder"
+        );
+        let r = socket_dir(&riscv).unwrap();
+        assert_ne!(r, a, "the same scenario on another arch gets its own");
+        assert_eq!(socket_dir(&short).unwrap(), short);
+        assert!(std::fs::read_to_string(arm.join("sockets.txt"))
+            .unwrap()
+            .contains(&a.display().to_string()));
+        for d in [&a, &r, &base] {
+            let _ = std::fs::remove_dir_all(d);
+        }
     }
 }

@@ -490,8 +490,9 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
 
 /// Runs the chosen scenarios on the chosen arches, logs under `dir`; a
 /// verdict for each run (the unit tests are the caller's), in arch order.
-/// Up to `opts.jobs` arches run at once: their boots are one TCG process
-/// each, and much of a hot-plug scenario is waiting.
+/// Up to `opts.jobs` runs go at once, from any arch: a boot is one TCG
+/// process, and much of a hot-plug scenario is waiting. An arch's kernel and
+/// image are built by the first run that needs them (one build at a time).
 pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Outcome>> {
     let tc = setup(paths, &opts.arches).context("provisioning")?;
     let device_bin = if opts.scenarios.iter().any(|s| s.device) {
@@ -499,52 +500,78 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
     } else {
         None
     };
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let done: Vec<std::sync::Mutex<Vec<Outcome>>> =
+    let with_driver = opts.scenarios.iter().any(|s| s.needs_driver());
+    let prepared: Vec<std::sync::OnceLock<Result<Prepared>>> =
         opts.arches.iter().map(|_| Default::default()).collect();
+    // Arch-major, as reported; taken round-robin across arches, so that
+    // every arch starts early and the longest one does not run last.
+    let runs: Vec<(usize, &Scenario, usize)> = (0..opts.arches.len())
+        .flat_map(|a| {
+            opts.scenarios
+                .iter()
+                .flat_map(move |&s| (1..=opts.repeat).map(move |i| (a, s, i)))
+        })
+        .collect();
+    let per_arch = runs.len() / opts.arches.len().max(1);
+    let order: Vec<usize> = (0..per_arch)
+        .flat_map(|k| (0..opts.arches.len()).map(move |a| a * per_arch + k))
+        .collect();
+    let runner = Runner {
+        paths,
+        tc: &tc,
+        device: device_bin.as_deref(),
+        opts,
+        dir,
+    };
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done: Vec<std::sync::OnceLock<Outcome>> = runs.iter().map(|_| Default::default()).collect();
     std::thread::scope(|scope| {
-        for _ in 0..opts.jobs.clamp(1, opts.arches.len().max(1)) {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(&arch) = opts.arches.get(i) else {
-                    break;
-                };
-                let results = run_arch(paths, &tc, device_bin.as_deref(), opts, arch, dir);
-                *done[i].lock().unwrap_or_else(|e| e.into_inner()) = results;
+        for _ in 0..opts.jobs.clamp(1, runs.len().max(1)) {
+            scope.spawn(|| {
+                while let Some(&r) =
+                    order.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+                {
+                    let (a, s, i) = runs[r];
+                    let arch = opts.arches[a];
+                    let p = prepared[a]
+                        .get_or_init(|| prepare(paths, &tc, arch, &opts.flavor, dir, with_driver));
+                    let _ = done[r].set(runner.run(arch, p, s, i));
+                }
             });
         }
     });
     Ok(done
         .into_iter()
-        .flat_map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .filter_map(std::sync::OnceLock::into_inner)
         .collect())
 }
 
-/// One arch: build (one build at a time, see `build_lock`), then every run.
-fn run_arch(
-    paths: &Paths,
-    tc: &Toolchain,
-    device: Option<&Path>,
-    opts: &TestOptions,
-    arch: Arch,
-    dir: &Path,
-) -> Vec<Outcome> {
-    let started = Instant::now();
-    let with_driver = opts.scenarios.iter().any(|s| s.needs_driver());
-    let prepared = prepare(paths, tc, arch, &opts.flavor, dir, with_driver);
-    let runs = opts
-        .scenarios
-        .iter()
-        .flat_map(|s| (1..=opts.repeat).map(move |i| (s, i)));
-    let mut results = Vec::new();
-    for (s, i) in runs {
+/// What every run of one `scenarios` call shares.
+struct Runner<'a> {
+    paths: &'a Paths,
+    tc: &'a Toolchain,
+    device: Option<&'a Path>,
+    opts: &'a TestOptions,
+    dir: &'a Path,
+}
+
+impl Runner<'_> {
+    /// One run of one scenario on one arch, printed as it ends.
+    fn run(&self, arch: Arch, prepared: &Result<Prepared>, s: &Scenario, i: usize) -> Outcome {
+        let Runner {
+            paths,
+            tc,
+            device,
+            opts,
+            dir,
+        } = *self;
         let log = if opts.repeat == 1 {
             dir.join(format!("{arch}-{}", s.name))
         } else {
             dir.join(format!("{arch}-{}-{i:03}", s.name))
         };
         let t = Instant::now();
-        let (verdict, reason) = match &prepared {
+        let (verdict, reason) = match prepared {
             Ok(p) => Rig {
                 paths,
                 tc,
@@ -577,20 +604,15 @@ fn run_arch(
             .unwrap_or(&log)
             .display()
             .to_string();
-        results.push(Outcome {
+        Outcome {
             arch: arch.to_string(),
             scenario: s.name.to_string(),
             verdict,
             duration_s,
             log,
             reason,
-        });
+        }
     }
-    eprintln!(
-        "test: {arch} done in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
-    results
 }
 
 #[cfg(test)]
