@@ -62,7 +62,8 @@ enum Cmd {
         /// times), without the unit tests; not part of the default run.
         #[arg(long, conflicts_with = "scenario")]
         soak: bool,
-        /// Arches run at once (default: CPUs + 1; much of a boot is waiting).
+        /// Boots at once, from any arch (default: twice the CPUs; much of a
+        /// boot is waiting).
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         jobs: Option<u32>,
     },
@@ -163,7 +164,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 unit_tests: !no_unit_tests && !soak && scenario.is_none(),
                 repeat: repeat as usize,
                 jobs: jobs.map_or_else(
-                    || std::thread::available_parallelism().map_or(1, usize::from) + 1,
+                    || 2 * std::thread::available_parallelism().map_or(1, usize::from),
                     |j| j as usize,
                 ),
             };
