@@ -20,6 +20,8 @@ use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
 /// In-tree modules every guest image carries.
@@ -110,7 +112,7 @@ pub fn prepare(
 fn build_lock(paths: &Paths) -> Result<std::fs::File> {
     let lock = std::fs::File::create(paths.cache.join("build.lock"))?;
     if lock.try_lock().is_err() {
-        eprintln!("kernel: another pci-rig run is building; waiting for it");
+        eprintln!("kernel: waiting for another build (this run's or another's) to finish");
         lock.lock()?;
     }
     Ok(lock)
@@ -501,7 +503,7 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
         None
     };
     let with_driver = opts.scenarios.iter().any(|s| s.needs_driver());
-    let prepared: Vec<std::sync::OnceLock<Result<Prepared>>> =
+    let prepared: Vec<OnceLock<Result<Prepared>>> =
         opts.arches.iter().map(|_| Default::default()).collect();
     // Arch-major, as reported; taken round-robin across arches, so that
     // every arch starts early and the longest one does not run last.
@@ -523,14 +525,12 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
         opts,
         dir,
     };
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let done: Vec<std::sync::OnceLock<Outcome>> = runs.iter().map(|_| Default::default()).collect();
+    let next = AtomicUsize::new(0);
+    let done: Vec<OnceLock<Outcome>> = runs.iter().map(|_| Default::default()).collect();
     std::thread::scope(|scope| {
         for _ in 0..opts.jobs.clamp(1, runs.len().max(1)) {
             scope.spawn(|| {
-                while let Some(&r) =
-                    order.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
-                {
+                while let Some(&r) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let (a, s, i) = runs[r];
                     let arch = opts.arches[a];
                     let p = prepared[a]
@@ -540,10 +540,7 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
             });
         }
     });
-    Ok(done
-        .into_iter()
-        .filter_map(std::sync::OnceLock::into_inner)
-        .collect())
+    Ok(done.into_iter().filter_map(OnceLock::into_inner).collect())
 }
 
 /// What every run of one `scenarios` call shares.
