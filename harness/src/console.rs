@@ -43,6 +43,12 @@ pub fn strip_timestamp(line: &str) -> &str {
     trimmed
 }
 
+/// The printk stamp of a console line, in seconds since the guest booted.
+pub fn timestamp(line: &str) -> Option<f64> {
+    let stamp = line.strip_prefix('[')?.split_once(']')?.0;
+    stamp.trim().parse().ok()
+}
+
 /// Recognises the first line of a kernel splat. Order matters: the more
 /// specific patterns come before the generic "BUG:" and "WARNING:".
 pub fn classify(line: &str) -> Option<Splat> {
@@ -96,6 +102,9 @@ mod tests {
         assert_eq!(strip_timestamp("[    1.234567] hello\r\n"), "hello");
         assert_eq!(strip_timestamp("[ok] not a stamp"), "[ok] not a stamp");
         assert_eq!(strip_timestamp("plain"), "plain");
+        assert_eq!(timestamp("[    1.234567] hello"), Some(1.234567));
+        assert_eq!(timestamp("[ok] not a stamp"), None);
+        assert_eq!(timestamp("plain"), None);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! line format of guest-kernel/driver/README.md, and the checks that hold
 //! it against the device's access log.
 
-use crate::console::strip_timestamp;
+use crate::console::{strip_timestamp, timestamp};
 use crate::device::{self, Access, Claimed};
 
 /// The driver's lines, in console order.
@@ -15,7 +15,7 @@ pub struct Report {
 }
 
 /// The text after `pci_rig <bdf>: `, if the line is the driver's.
-fn driver_text(line: &str) -> Option<&str> {
+pub fn driver_text(line: &str) -> Option<&str> {
     let l = strip_timestamp(line);
     let rest = l.strip_prefix("pci_rig ")?;
     Some(rest.split_once(": ")?.1)
@@ -59,6 +59,25 @@ impl Report {
             .map(|(n, _)| n.as_str())
             .collect()
     }
+}
+
+/// How long each remove() took, from the guest's stamps on its
+/// `remove_begin` and the `remove_done` that follows, in milliseconds.
+pub fn remove_ms(lines: &[String]) -> Vec<f64> {
+    let mut began = None;
+    let mut took = Vec::new();
+    for line in lines {
+        match driver_text(line) {
+            Some(t) if t.starts_with("event remove_begin") => began = timestamp(line),
+            Some(t) if t.starts_with("event remove_done") => {
+                if let (Some(b), Some(d)) = (began.take(), timestamp(line)) {
+                    took.push((d - b) * 1000.0);
+                }
+            }
+            _ => {}
+        }
+    }
+    took
 }
 
 /// The MMIO accesses the driver reports (`# mmio …` after its prefix).
@@ -132,7 +151,7 @@ mod tests {
         "[    2.0] pci_rig 0000:01:00.0: event remove_begin",
         "[    2.0] pci_rig 0000:01:00.0: event worker_stopped reason=Asked accesses=812",
         "[    2.0] pci_rig 0000:01:00.0: # mmio w bar0 0x50 4 0x1",
-        "[    2.0] pci_rig 0000:01:00.0: event remove_done",
+        "[  2.004] pci_rig 0000:01:00.0: event remove_done",
         "[    2.0] pci 0000:01:00.0: something else # mmio r bar0 0x0 4 0x0",
     ];
 
@@ -145,6 +164,13 @@ mod tests {
         let c = claims(&lines(CONSOLE));
         assert_eq!(c.len(), 2, "only the driver's own lines count: {c:?}");
         assert_eq!((c[1].kind, c[1].offset, c[1].value), ("write", 0x50, 1));
+        let took = remove_ms(&lines(CONSOLE));
+        assert_eq!(took.len(), 1);
+        assert!((took[0] - 4.0).abs() < 1e-6, "{took:?}");
+        assert!(
+            remove_ms(&lines(&CONSOLE[..8])).is_empty(),
+            "no remove_done yet"
+        );
     }
 
     /// The driver is safe code only: the compiler enforces it through

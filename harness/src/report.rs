@@ -2,6 +2,7 @@
 //! and the closing table.
 
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -13,6 +14,9 @@ pub enum Verdict {
     Skip,
 }
 
+/// Durations a run measured, in milliseconds, by name (`remove_ms`, …).
+pub type Timings = BTreeMap<&'static str, f64>;
+
 #[derive(Clone, Debug, Serialize)]
 pub struct Outcome {
     pub arch: String,
@@ -23,6 +27,8 @@ pub struct Outcome {
     pub log: String,
     /// Why it failed or was skipped; what was checked when it passed.
     pub reason: String,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub timings: Timings,
 }
 
 #[derive(Serialize)]
@@ -126,7 +132,9 @@ pub fn table(results: &[Outcome]) -> String {
 }
 
 /// One row per arch and scenario for repeated runs: failed if any run
-/// failed; the note counts passes and gives the median and slowest time.
+/// failed; the note counts passes, gives the median and slowest time, and
+/// the median and largest of each timing the passing runs measured (the
+/// row's timings are those medians).
 pub fn per_scenario(results: &[Outcome]) -> Vec<Outcome> {
     let mut rows: Vec<Outcome> = Vec::new();
     let mut groups: Vec<(&str, &str, Vec<&Outcome>)> = Vec::new();
@@ -140,29 +148,56 @@ pub fn per_scenario(results: &[Outcome]) -> Vec<Outcome> {
         }
     }
     for (arch, scenario, runs) in groups {
-        let mut times: Vec<f64> = runs.iter().map(|r| r.duration_s).collect();
-        times.sort_by(f64::total_cmp);
-        let passed = runs.iter().filter(|r| r.verdict == Verdict::Pass).count();
+        let times: Vec<f64> = runs.iter().map(|r| r.duration_s).collect();
+        let (median, slowest) = median_max(&times);
+        let passed: Vec<&&Outcome> = runs.iter().filter(|r| r.verdict == Verdict::Pass).collect();
         let failed: Vec<&&Outcome> = runs.iter().filter(|r| r.verdict == Verdict::Fail).collect();
-        let mut note = format!(
-            "{passed}/{} passed, median {:.1} s, slowest {:.1} s",
-            runs.len(),
-            times[times.len() / 2],
-            times[times.len() - 1]
-        );
+        let skipped = runs.iter().all(|r| r.verdict == Verdict::Skip);
+        let mut note = if skipped {
+            format!(
+                "skipped all {}: {}",
+                runs.len(),
+                runs[0].reason.lines().next().unwrap_or("")
+            )
+        } else {
+            format!(
+                "{}/{} passed, median {median:.1} s, slowest {slowest:.1} s",
+                passed.len(),
+                runs.len(),
+            )
+        };
+        let mut timings = Timings::new();
+        let names: std::collections::BTreeSet<&'static str> = passed
+            .iter()
+            .flat_map(|r| r.timings.keys().copied())
+            .collect();
+        for name in names {
+            let values: Vec<f64> = passed
+                .iter()
+                .filter_map(|r| r.timings.get(name).copied())
+                .collect();
+            let (median, max) = median_max(&values);
+            let _ = write!(
+                note,
+                "; {name} median {median:.1} max {max:.1} (n={})",
+                values.len()
+            );
+            timings.insert(name, median);
+        }
         if let Some(f) = failed.first() {
-            note.push_str(&format!(
+            let _ = write!(
+                note,
                 "; first failure ({}): {}",
                 f.log,
                 f.reason.lines().next().unwrap_or("")
-            ));
+            );
         }
         rows.push(Outcome {
             arch: arch.to_string(),
             scenario: scenario.to_string(),
             verdict: if !failed.is_empty() {
                 Verdict::Fail
-            } else if passed == 0 {
+            } else if passed.is_empty() {
                 Verdict::Skip
             } else {
                 Verdict::Pass
@@ -170,9 +205,20 @@ pub fn per_scenario(results: &[Outcome]) -> Vec<Outcome> {
             duration_s: times.iter().sum(),
             log: runs[0].log.clone(),
             reason: note,
+            timings,
         });
     }
     rows
+}
+
+/// The median (the upper one of an even count) and the largest value.
+fn median_max(values: &[f64]) -> (f64, f64) {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.last() {
+        Some(&max) => (v[v.len() / 2], max),
+        None => (0.0, 0.0),
+    }
 }
 
 #[cfg(test)]
@@ -188,24 +234,32 @@ mod tests {
             duration_s: secs,
             log: format!("target/pci-rig/r1/{arch}-surprise-{secs}"),
             reason: "why".into(),
+            timings: Timings::from([("remove_ms", secs * 2.0)]),
         };
         let rows = per_scenario(&[
             run("x86_64", Verdict::Pass, 3.0),
             run("x86_64", Verdict::Fail, 9.0),
             run("x86_64", Verdict::Pass, 4.0),
             run("arm64", Verdict::Pass, 2.0),
+            run("riscv64", Verdict::Skip, 0.0),
         ]);
-        assert_eq!(rows.len(), 2);
+        assert_eq!(rows.len(), 3);
         assert_eq!(rows[0].verdict, Verdict::Fail);
-        assert!(
-            rows[0]
-                .reason
-                .starts_with("2/3 passed, median 4.0 s, slowest 9.0 s; first failure (target/pci-rig/r1/x86_64-surprise-9): why"),
-            "{}",
-            rows[0].reason
+        assert_eq!(
+            rows[0].reason,
+            "2/3 passed, median 4.0 s, slowest 9.0 s; remove_ms median 8.0 max 8.0 (n=2); \
+             first failure (target/pci-rig/r1/x86_64-surprise-9): why",
+            "a failed run's timings are left out"
         );
+        assert_eq!(rows[0].timings["remove_ms"], 8.0);
         assert_eq!(rows[1].verdict, Verdict::Pass);
-        assert_eq!(rows[1].reason, "1/1 passed, median 2.0 s, slowest 2.0 s");
+        assert_eq!(
+            rows[1].reason,
+            "1/1 passed, median 2.0 s, slowest 2.0 s; remove_ms median 4.0 max 4.0 (n=1)"
+        );
+        assert_eq!(rows[2].verdict, Verdict::Skip);
+        assert_eq!(rows[2].reason, "skipped all 1: why");
+        assert!(rows[2].timings.is_empty());
     }
 
     fn sample() -> Vec<Outcome> {
@@ -216,6 +270,7 @@ mod tests {
             duration_s: 1.5,
             log: "target/pci-rig/r1/arm64-boot".into(),
             reason: reason.into(),
+            timings: Timings::new(),
         };
         vec![
             o("boot", Verdict::Pass, "2/2 guest checks"),
@@ -240,6 +295,7 @@ mod tests {
         assert_eq!(r[2]["verdict"], "skip");
         assert_eq!(r[0]["duration_s"], 1.5);
         assert_eq!(r[0]["log"], "target/pci-rig/r1/arm64-boot");
+        assert!(r[0].get("timings").is_none(), "no timings, no field");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use crate::arch::Arch;
 use crate::console::{self, Splat};
 use crate::device::{self, DeviceServer, Stopped};
+use crate::driver;
 use crate::image;
 use crate::kernel::{self, Flavor, Kernel};
 use crate::modcheck;
@@ -12,7 +13,7 @@ use crate::provision::{self, Toolchain};
 use crate::qemu;
 use crate::qemu::{Console, Guest};
 use crate::qmp::Qmp;
-use crate::report::{self, Outcome, Verdict};
+use crate::report::{self, Outcome, Timings, Verdict};
 use crate::scenario::{self, Cause, Scenario};
 use crate::Paths;
 use anyhow::{bail, Context, Result};
@@ -184,9 +185,11 @@ impl Rig<'_> {
     }
 
     /// Boots once, with a fresh device server when the scenario wants one,
-    /// and returns the console and what the servers left (the first one,
-    /// then one per hot-plug the guest asked for).
-    fn boot(&self, s: &Scenario, dir: &Path) -> Result<(Console, Vec<Stopped>)> {
+    /// and returns the console, what the servers left (the first one, then
+    /// one per hot-plug the guest asked for) and what the host timed:
+    /// `device_del_to_remove_ms`, from sending the first device_del to the
+    /// driver's `remove_begin` line arriving.
+    fn boot(&self, s: &Scenario, dir: &Path) -> Result<(Console, Vec<Stopped>, Timings)> {
         let dir = boot_dir(dir)?;
         let sockets = qemu::socket_dir(&dir)?;
         let bin = match (s.device, self.device) {
@@ -208,6 +211,8 @@ impl Rig<'_> {
         }
         let mut actions = std::fs::File::create(dir.join("host-actions.log"))?;
         let mut unplugs = 0;
+        let mut unplugged_at: Option<Instant> = None;
+        let mut timings = Timings::new();
         let console = g.run(s.timeout, |line, qmp| {
             let text = console::strip_timestamp(line);
             // `pcirig: device {json}` asks the host to send a control request
@@ -224,7 +229,17 @@ impl Rig<'_> {
             }
             // `pcirig: host unplug|replug` asks for a hot-unplug (QMP
             // device_del) or a hot-plug of a fresh device server.
+            if driver::driver_text(line).is_some_and(|t| t.starts_with("event remove_begin")) {
+                if let Some(at) = unplugged_at.take() {
+                    let ms = at.elapsed().as_secs_f64() * 1000.0;
+                    timings.entry("device_del_to_remove_ms").or_insert(ms);
+                    writeln!(actions, "guest remove() began {ms:.1} ms after device_del")?;
+                }
+            }
             if let Some(action) = text.strip_prefix("pcirig: host ") {
+                if action.trim() == "unplug" {
+                    unplugged_at = Some(Instant::now());
+                }
                 let result = host_action(action.trim(), qmp, bin, &dir, &mut servers, &mut unplugs);
                 writeln!(
                     actions,
@@ -241,32 +256,38 @@ impl Rig<'_> {
         if sockets != dir {
             let _ = std::fs::remove_dir_all(&sockets);
         }
-        Ok((console?, stopped))
+        Ok((console?, stopped, timings))
     }
 
-    /// Runs one scenario and judges it.
-    fn run_scenario(&self, s: &Scenario, dir: &Path) -> (Verdict, String) {
+    /// Runs one scenario and judges it; a pass also gives what was timed.
+    fn run_scenario(&self, s: &Scenario, dir: &Path) -> (Verdict, String, Timings) {
         let arch = self.p.kernel.arch;
         if !s.only_on.is_empty() && !s.only_on.contains(&arch) {
             let on: Vec<&str> = s.only_on.iter().map(|a| a.name()).collect();
             return (
                 Verdict::Skip,
                 format!("{} only; not applicable to {arch}", on.join(", ")),
+                Timings::new(),
             );
         }
         if let (true, Err(e)) = (s.needs_driver(), &self.p.driver) {
-            return (Verdict::Fail, format!("the driver did not build: {e}"));
+            let why = format!("the driver did not build: {e}");
+            return (Verdict::Fail, why, Timings::new());
         }
+        let untimed = |(verdict, reason)| (verdict, reason, Timings::new());
         let result = match s.kind {
-            scenario::Kind::SelfTest => self.selftest(dir),
-            scenario::Kind::CompileFail => self.compile_fail(),
-            scenario::Kind::IdTable => self.id_table(),
-            _ => self.boot(s, dir).map(|(c, device)| {
-                let j = scenario::judge(s, &c, &device);
-                (j.verdict, j.reason)
+            scenario::Kind::SelfTest => self.selftest(dir).map(untimed),
+            scenario::Kind::CompileFail => self.compile_fail().map(untimed),
+            scenario::Kind::IdTable => self.id_table().map(untimed),
+            _ => self.boot(s, dir).map(|(c, device, host)| {
+                let mut j = scenario::judge(s, &c, &device);
+                if j.verdict == Verdict::Pass {
+                    j.timings.extend(host);
+                }
+                (j.verdict, j.reason, j.timings)
             }),
         };
-        result.unwrap_or_else(|e| (Verdict::Fail, format!("could not run: {e:#}")))
+        result.unwrap_or_else(|e| untimed((Verdict::Fail, format!("could not run: {e:#}"))))
     }
 
     /// Builds the compile-fail module in range and past the end.
@@ -318,7 +339,7 @@ impl Rig<'_> {
         let mut seen = Vec::new();
         for (name, expect, secs) in cases {
             let s = Scenario::plain(name, Duration::from_secs(secs));
-            let (c, _) = self.boot(&s, &dir.join(name))?;
+            let (c, _, _) = self.boot(&s, &dir.join(name))?;
             let j = scenario::judge(&s, &c, &[]);
             let first = j.reason.lines().next().unwrap_or("").to_string();
             if j.cause == Some(expect) {
@@ -457,6 +478,7 @@ fn cargo_test(paths: &Paths, dir: &Path) -> Outcome {
         duration_s: started.elapsed().as_secs_f64(),
         log: dir.display().to_string(),
         reason,
+        timings: Timings::new(),
     }
 }
 
@@ -568,7 +590,7 @@ impl Runner<'_> {
             dir.join(format!("{arch}-{}-{i:03}", s.name))
         };
         let t = Instant::now();
-        let (verdict, reason) = match prepared {
+        let (verdict, reason, timings) = match prepared {
             Ok(p) => Rig {
                 paths,
                 tc,
@@ -579,6 +601,7 @@ impl Runner<'_> {
             Err(e) => (
                 Verdict::Fail,
                 format!("kernel or image build failed: {e:#}"),
+                Timings::new(),
             ),
         };
         let duration_s = t.elapsed().as_secs_f64();
@@ -608,6 +631,7 @@ impl Runner<'_> {
             duration_s,
             log,
             reason,
+            timings,
         }
     }
 }

@@ -10,7 +10,7 @@ use crate::figures::GuestFigures;
 use crate::ktap::{self, Line};
 use crate::kunit;
 use crate::qemu::Console;
-use crate::report::Verdict;
+use crate::report::{Timings, Verdict};
 use std::time::Duration;
 
 pub struct Scenario {
@@ -395,6 +395,8 @@ pub struct Judgement {
     pub verdict: Verdict,
     pub cause: Option<Cause>,
     pub reason: String,
+    /// What a passing boot measured on the way (`remove_ms`).
+    pub timings: Timings,
 }
 
 impl Judgement {
@@ -403,6 +405,7 @@ impl Judgement {
             verdict: Verdict::Fail,
             cause: Some(cause),
             reason,
+            timings: Timings::new(),
         }
     }
 }
@@ -514,10 +517,16 @@ pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
             Err(e) => return Judgement::fail(Cause::Checks, e),
         }
     }
+    let mut timings = Timings::new();
     if let Some(want) = s.driver {
         match judge_driver(&want, c, device) {
             Ok(summary) => backed.push_str(&summary),
             Err(e) => return Judgement::fail(Cause::Device, e),
+        }
+        // The first remove() is the one that met the busy worker.
+        if let Some(&ms) = driver::remove_ms(&c.lines).first() {
+            backed.push_str(&format!(", remove() took {ms:.1} ms"));
+            timings.insert("remove_ms", ms);
         }
     }
     Judgement {
@@ -530,6 +539,7 @@ pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
             s.kernel_lines.len(),
             c.elapsed.as_secs_f64()
         ),
+        timings,
     }
 }
 
@@ -687,6 +697,7 @@ fn judge_kunit(c: &Console) -> Judgement {
             if suites.len() == 1 { "" } else { "s" },
             modules.join(", ")
         ),
+        timings: Timings::new(),
     }
 }
 

@@ -30,7 +30,8 @@ enum Cmd {
     Build {
         #[arg(long, default_value = "all", value_parser = parse_arches)]
         arch: Arches,
-        /// Build the debug flavour (lockdep and friends).
+        /// Build the debug flavour (KASAN where Rust allows it, lockdep,
+        /// PROVE_RCU, kmemleak).
         #[arg(long)]
         debug: bool,
     },
@@ -38,6 +39,7 @@ enum Cmd {
     Run {
         #[arg(long, default_value = "x86_64", value_parser = parse_arch)]
         arch: Arch,
+        /// Boot the debug flavour.
         #[arg(long)]
         debug: bool,
     },
@@ -50,6 +52,8 @@ enum Cmd {
         /// One scenario by name (default: all).
         #[arg(long, value_parser = parse_scenario)]
         scenario: Option<&'static scenario::Scenario>,
+        /// Boot the debug flavour: KASAN where Rust allows it, lockdep,
+        /// PROVE_RCU, and a kmemleak scan before each guest powers off.
         #[arg(long)]
         debug: bool,
         /// Skip `cargo test --workspace` (skipped anyway with --scenario).
