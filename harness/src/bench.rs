@@ -339,7 +339,7 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
         paths,
         &TestOptions {
             arches: opts.arches.clone(),
-            scenarios: vec![&scenario::BOOT, &scenario::BENCH],
+            scenarios: vec![&scenario::BOOT, &scenario::BENCH_FULL],
             flavor: Flavor::default(),
             unit_tests: false,
             repeat: opts.guest_runs,

@@ -369,6 +369,13 @@ pub const BENCH: Scenario = Scenario {
     ..Scenario::plain("bench", Duration::from_secs(180))
 };
 
+/// `bench` as `cargo xtask bench` boots it: 5 rebinds of each unbind case
+/// for medians, where the default run's smoke test does one.
+pub const BENCH_FULL: Scenario = Scenario {
+    cmdline: "pcirig.bench_rounds=30",
+    ..BENCH
+};
+
 /// What `cargo xtask test --soak` repeats: the device going away under a
 /// busy driver.
 pub const SOAK: &[&Scenario] = &[&HOTUNPLUG, &HOTUNPLUG_ACPI, &SURPRISE, &SURPRISE_ACPI];
