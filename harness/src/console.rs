@@ -45,8 +45,54 @@ pub fn strip_timestamp(line: &str) -> &str {
 
 /// The printk stamp of a console line, in seconds since the guest booted.
 pub fn timestamp(line: &str) -> Option<f64> {
-    let stamp = line.strip_prefix('[')?.split_once(']')?.0;
-    stamp.trim().parse().ok()
+    let stamp = line.strip_prefix('[')?.split_once(']')?.0.trim_start();
+    let (secs, frac) = stamp.split_once('.')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(secs) || !digits(frac) {
+        return None;
+    }
+    stamp.parse().ok()
+}
+
+/// Where a printk record starts inside `line`, past its first byte.
+fn record_inside(line: &str) -> Option<usize> {
+    line.match_indices('[')
+        .map(|(at, _)| at)
+        .find(|&at| at > 0 && timestamp(&line[at..]).is_some())
+}
+
+/// Puts back together the user-space lines that kernel messages cut.
+///
+/// The kernel prints each record whole, but it may print one between two
+/// pieces of a user-space write to the same serial port: `ok 5 unb`, then
+/// `[    1.9] pci_rig …` and its newline, then `ound` arrive as the lines
+/// `ok 5 unb[    1.9] pci_rig …` and `ound`. Fed those, this gives back
+/// `[    1.9] pci_rig …` and `ok 5 unbound`.
+#[derive(Default)]
+pub struct Untangle {
+    /// The start of a user-space line, waiting for its end.
+    pending: String,
+}
+
+impl Untangle {
+    /// The whole lines that one more console line completes, in order.
+    pub fn push(&mut self, line: &str) -> Vec<String> {
+        if timestamp(line).is_some() {
+            return vec![line.to_string()];
+        }
+        match record_inside(line) {
+            Some(at) => {
+                self.pending.push_str(&line[..at]);
+                vec![line[at..].to_string()]
+            }
+            None => vec![std::mem::take(&mut self.pending) + line],
+        }
+    }
+
+    /// What is left once the console closed: a line that never ended.
+    pub fn finish(self) -> Option<String> {
+        Some(self.pending).filter(|p| !p.is_empty())
+    }
 }
 
 /// Recognises the first line of a kernel splat. Order matters: the more
@@ -104,7 +150,53 @@ mod tests {
         assert_eq!(strip_timestamp("plain"), "plain");
         assert_eq!(timestamp("[    1.234567] hello"), Some(1.234567));
         assert_eq!(timestamp("[ok] not a stamp"), None);
+        assert_eq!(timestamp("[1] nor this"), None);
         assert_eq!(timestamp("plain"), None);
+    }
+
+    #[test]
+    fn untangles_user_lines_cut_by_kernel_records() {
+        // As seen on riscv64 and x86_64 serial logs of `rebind`.
+        let console = [
+            "ok 4 unbind",
+            "ok [    1.945344] pci_rig 0000:01:00.0: # mmio r bar0 0x8 4 0x12345678",
+            "[    1.945400] pci_rig 0000:01:00.0: event probe_done",
+            "5 unbound",
+            "ok 3 bound[    2.433945] pci_rig 0000:01:00.0: event remove_begin",
+            "",
+            "pcirig: done",
+            "[    2.5] reboot: Power down",
+            "no end",
+        ];
+        let mut u = Untangle::default();
+        let lines: Vec<String> = console.iter().flat_map(|l| u.push(l)).collect();
+        assert_eq!(
+            lines,
+            [
+                "ok 4 unbind",
+                "[    1.945344] pci_rig 0000:01:00.0: # mmio r bar0 0x8 4 0x12345678",
+                "[    1.945400] pci_rig 0000:01:00.0: event probe_done",
+                "ok 5 unbound",
+                "[    2.433945] pci_rig 0000:01:00.0: event remove_begin",
+                "ok 3 bound",
+                "pcirig: done",
+                "[    2.5] reboot: Power down",
+                "no end",
+            ]
+        );
+        assert_eq!(u.finish(), None);
+        let mut cut = Untangle::default();
+        assert_eq!(
+            cut.push("pcirig: hang[    9.0] rcu: x"),
+            ["[    9.0] rcu: x"]
+        );
+        assert_eq!(cut.finish().as_deref(), Some("pcirig: hang"));
+        let mut plain = Untangle::default();
+        assert_eq!(
+            plain.push("a [b] [1.x] v[0] [1] c"),
+            ["a [b] [1.x] v[0] [1] c"],
+            "not stamps"
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! transcript.
 
 use crate::arch::Arch;
+use crate::console::Untangle;
 use crate::provision::Qemu;
 use crate::qmp::Qmp;
 use anyhow::{bail, Context, Result};
@@ -29,6 +30,8 @@ pub struct Guest<'a> {
 
 /// What a boot left behind.
 pub struct Console {
+    /// The console's lines as the guest meant them (`console::Untangle`);
+    /// serial.log has them as they came.
     pub lines: Vec<String>,
     pub timed_out: bool,
     pub exit: Option<ExitStatus>,
@@ -148,18 +151,23 @@ impl Guest<'_> {
         };
         std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o600))?;
 
+        // serial.log keeps what came; the judge and `on_line` see the lines
+        // the guest meant (see `Untangle`).
         let mut serial = std::fs::File::create(self.dir.join("serial.log"))?;
+        let mut untangle = Untangle::default();
         let mut lines = Vec::new();
         let deadline = started + timeout;
         let mut timed_out = false;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match rx.recv_timeout(left) {
-                Ok(line) => {
-                    writeln!(serial, "{line}")?;
+                Ok(raw) => {
+                    writeln!(serial, "{raw}")?;
                     serial.flush()?;
-                    on_line(&line, &mut qmp)?;
-                    lines.push(line);
+                    for line in untangle.push(&raw) {
+                        on_line(&line, &mut qmp)?;
+                        lines.push(line);
+                    }
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
                 Err(mpsc::RecvTimeoutError::Timeout) => {
@@ -169,6 +177,7 @@ impl Guest<'_> {
                 }
             }
         }
+        lines.extend(untangle.finish());
         let exit = child.wait()?;
         qmp.drain();
         let _ = reader.join();
