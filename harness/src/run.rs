@@ -227,8 +227,6 @@ impl Rig<'_> {
                 };
                 writeln!(actions, "{req} -> {reply}")?;
             }
-            // `pcirig: host unplug|replug` asks for a hot-unplug (QMP
-            // device_del) or a hot-plug of a fresh device server.
             if driver::driver_text(line).is_some_and(|t| t.starts_with("event remove_begin")) {
                 if let Some(at) = unplugged_at.take() {
                     let ms = at.elapsed().as_secs_f64() * 1000.0;
@@ -236,6 +234,8 @@ impl Rig<'_> {
                     writeln!(actions, "guest remove() began {ms:.1} ms after device_del")?;
                 }
             }
+            // `pcirig: host unplug|replug` asks for a hot-unplug (QMP
+            // device_del) or a hot-plug of a fresh device server.
             if let Some(action) = text.strip_prefix("pcirig: host ") {
                 if action.trim() == "unplug" {
                     unplugged_at = Some(Instant::now());

@@ -530,7 +530,7 @@ pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
             Ok(summary) => backed.push_str(&summary),
             Err(e) => return Judgement::fail(Cause::Device, e),
         }
-        // The first remove() is the one that met the busy worker.
+        // The first remove() is the one unbind and unplug scenarios are about.
         if let Some(&ms) = driver::remove_ms(&c.lines).first() {
             backed.push_str(&format!(", remove() took {ms:.1} ms"));
             timings.insert("remove_ms", ms);
