@@ -4,9 +4,11 @@
 //! the safe abstractions of `guest-kernel/rust`: safe code only, enforced below.
 //!
 //! Probe checks the device's identity, runs an MMIO self-test and starts a worker that keeps
-//! reading the device until `remove()` stops it or access is refused. Everything it does is
-//! reported on the console in the line format of `README.md` beside this file, so the harness
-//! can hold it against the device's own access log.
+//! reading the device until access is refused or the device reads all-ones. Nobody tells the
+//! worker to stop: when the binding ends (unbind, hot-unplug) its next `try_access` is refused,
+//! and the binding's release waits for it. Everything the driver does is reported on the console
+//! in the line format of `README.md` beside this file, so the harness can hold it against the
+//! device's own access log.
 
 #![forbid(unsafe_code)]
 
@@ -235,22 +237,21 @@ fn selftest(pdev: &pci::Device, io: &Regs) -> Result {
 /// Why the worker stopped.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Stop {
-    /// `remove()` asked it to.
-    Asked,
     /// `try_access` refused: the binding is gone.
     Refused,
     /// MAGIC read all-ones: the device went away under us (surprise removal).
     Gone,
 }
 
-/// Keeps reading MAGIC through the `Devres` handle, about once a millisecond, until told to stop,
-/// refused access, or the device answers all-ones (it is gone: a PCI read from a device that is
-/// not there completes with all bits set).
+/// Keeps reading MAGIC through the `Devres` handle, about once a millisecond, until refused
+/// access or the device answers all-ones (it is gone: a PCI read from a device that is not there
+/// completes with all bits set).
 #[pin_data]
 struct Worker {
     bar: Arc<Devres<Regs>>,
     accesses: AtomicU64,
-    stop: AtomicBool,
+    /// Set once, before the worker is queued.
+    started: AtomicBool,
     #[pin]
     stopped: Mutex<Option<Stop>>,
     #[pin]
@@ -264,31 +265,37 @@ kernel::impl_has_work! {
 }
 
 impl Worker {
-    fn start(bar: Arc<Devres<Regs>>) -> Result<Arc<Self>> {
-        let w = Arc::pin_init(
+    fn new(bar: Arc<Devres<Regs>>) -> Result<Arc<Self>> {
+        Arc::pin_init(
             pin_init!(Worker {
                 bar,
                 accesses: AtomicU64::new(0),
-                stop: AtomicBool::new(false),
+                started: AtomicBool::new(false),
                 stopped <- new_mutex!(None),
                 wake <- new_condvar!(),
                 work <- new_work!("pci_rig::Worker"),
             }),
             GFP_KERNEL,
-        )?;
-        // A long-running item: the long queue keeps it off the shared per-CPU workers.
-        let _ = workqueue::system_long().enqueue(w.clone());
-        Ok(w)
+        )
     }
 
-    /// Asks the worker to stop and waits until it has; returns why it stopped.
-    fn stop(&self) -> Stop {
-        self.stop.store(true, Ordering::SeqCst);
+    fn start(self: &Arc<Self>) {
+        self.started.store(true, Ordering::SeqCst);
+        // A long-running item: the long queue keeps it off the shared per-CPU workers.
+        let _ = workqueue::system_long().enqueue(self.clone());
+    }
+
+    /// Waits until the worker has stopped by itself and returns why; `None` if it never started.
+    /// It stops within a millisecond of its access being refused, so call this once the binding
+    /// has ended (or the device is gone).
+    fn join(&self) -> Option<Stop> {
+        if !self.started.load(Ordering::SeqCst) {
+            return None;
+        }
         let mut stopped = self.stopped.lock();
-        self.wake.notify_all();
         loop {
             if let Some(why) = *stopped {
-                return why;
+                return Some(why);
             }
             self.wake.wait(&mut stopped);
         }
@@ -300,9 +307,6 @@ impl WorkItem for Worker {
 
     fn run(this: Arc<Worker>) {
         let why = loop {
-            if this.stop.load(Ordering::SeqCst) {
-                break Stop::Asked;
-            }
             match this.bar.try_access() {
                 Some(io) => {
                     let magic = io.readl(reg::MAGIC);
@@ -318,19 +322,34 @@ impl WorkItem for Worker {
                 .wake
                 .wait_interruptible_timeout(&mut guard, msecs_to_jiffies(1));
         };
-        if why != Stop::Asked {
-            dev_info!(
-                this.bar.device(),
-                "event worker_gave_up reason={:?} accesses={}\n",
-                why,
-                this.accesses.load(Ordering::Relaxed)
-            );
-        }
+        dev_info!(
+            this.bar.device(),
+            "event worker_gave_up reason={:?} accesses={}\n",
+            why,
+            this.accesses.load(Ordering::Relaxed)
+        );
         *this.stopped.lock() = Some(why);
-        // Last act: after this only the return (no sleep, `remove()` still holds a reference, so
-        // this drop is not the last) runs in module text. On these non-preemptible kernels the
+        // Last act: after this only the return (no sleep, `WorkerJoin` still holds a reference,
+        // so this drop is not the last) runs in module text. On these non-preemptible kernels the
         // module cannot be freed before this CPU schedules again, which is after the return.
         this.wake.notify_all();
+    }
+}
+
+/// Tied to the binding, so dropped after it ended: waits for the worker, whose access is
+/// refused from then on, so that nothing of the driver runs once the unbind is over.
+struct WorkerJoin(Arc<Worker>);
+
+impl Drop for WorkerJoin {
+    fn drop(&mut self) {
+        if let Some(why) = self.0.join() {
+            dev_info!(
+                self.0.bar.device(),
+                "event worker_stopped reason={:?} accesses={}\n",
+                why,
+                self.0.accesses.load(Ordering::Relaxed)
+            );
+        }
     }
 }
 
@@ -360,7 +379,6 @@ impl Drop for KeptHandle {
 /// Per-device data.
 struct PciRig {
     bar: Arc<Devres<Regs>>,
-    worker: Arc<Worker>,
 }
 
 impl pci::Driver for PciRig {
@@ -384,21 +402,17 @@ impl pci::Driver for PciRig {
             selftest(pdev, &io)?;
         }
         *kept.lock() = Some(bar.clone());
-        let worker = Worker::start(bar.clone())?;
+        // Joined before it starts, so that a failed probe never leaves it running.
+        let worker = Worker::new(bar.clone())?;
+        Devres::new_foreign_owned(pdev.as_ref(), WorkerJoin(worker.clone()), GFP_KERNEL)?;
+        worker.start();
         dev_info!(pdev, "event probe_done\n");
-        Ok(KBox::new(PciRig { bar, worker }, GFP_KERNEL)?)
+        Ok(KBox::new(PciRig { bar }, GFP_KERNEL)?)
     }
 
+    /// The worker is not told: the binding ends after this returns, which refuses its access.
     fn remove(pdev: &pci::Device, this: &KBox<PciRig>) {
         dev_info!(pdev, "event remove_begin\n");
-        let why = this.worker.stop();
-        let accesses = this.worker.accesses.load(Ordering::Relaxed);
-        dev_info!(
-            pdev,
-            "event worker_stopped reason={:?} accesses={}\n",
-            why,
-            accesses
-        );
         // Quiesce: a reset drops any pending interrupt and operation.
         if let Some(io) = this.bar.try_access() {
             wr!(pdev, io, 1, reg::RESET);

@@ -194,6 +194,17 @@ pub struct Claimed {
     pub value: u64,
 }
 
+impl Claimed {
+    /// Whether `a` is this access: same kind, place, size and value.
+    pub fn is(&self, a: &Access) -> bool {
+        a.kind == self.kind
+            && a.region == self.region
+            && a.offset == self.offset
+            && a.size == self.size
+            && a.value == Some(self.value)
+    }
+}
+
 fn number(s: &str) -> Option<u64> {
     match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(hex) => u64::from_str_radix(hex, 16).ok(),
@@ -223,13 +234,7 @@ pub fn parse_claim(line: &str) -> Option<Claimed> {
 pub fn match_claims(claims: &[Claimed], log: &[Access]) -> Result<usize, String> {
     let mut entries = log.iter().filter(|a| a.region != "config");
     for (i, c) in claims.iter().enumerate() {
-        let found = entries.by_ref().any(|a| {
-            a.kind == c.kind
-                && a.region == c.region
-                && a.offset == c.offset
-                && a.size == c.size
-                && a.value == Some(c.value)
-        });
+        let found = entries.by_ref().any(|a| c.is(a));
         if !found {
             return Err(format!(
                 "guest access #{} ({} {} 0x{:x} size {} value 0x{:x}) is not in the device log after the ones before it",

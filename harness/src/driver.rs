@@ -61,20 +61,24 @@ impl Report {
     }
 }
 
-/// How long each remove() took, from the guest's stamps on its
-/// `remove_begin` and the `remove_done` that follows, in milliseconds.
-pub fn remove_ms(lines: &[String]) -> Vec<f64> {
+/// Milliseconds from each `event FROM` to the `event TO` that follows it, by
+/// the guest's printk stamps: `remove_begin` to `remove_done` is remove()
+/// itself; to `worker_stopped`, the whole unbind up to the worker's joining.
+pub fn between_ms(lines: &[String], from: &str, to: &str) -> Vec<f64> {
+    let is = |line: &str, event: &str| {
+        driver_text(line)
+            .and_then(|t| t.strip_prefix("event "))
+            .is_some_and(|t| t.split(' ').next() == Some(event))
+    };
     let mut began = None;
     let mut took = Vec::new();
     for line in lines {
-        match driver_text(line) {
-            Some(t) if t.starts_with("event remove_begin") => began = timestamp(line),
-            Some(t) if t.starts_with("event remove_done") => {
-                if let (Some(b), Some(d)) = (began.take(), timestamp(line)) {
-                    took.push((d - b) * 1000.0);
-                }
+        if is(line, from) {
+            began = timestamp(line);
+        } else if is(line, to) {
+            if let (Some(b), Some(d)) = (began.take(), timestamp(line)) {
+                took.push((d - b) * 1000.0);
             }
-            _ => {}
         }
     }
     took
@@ -88,37 +92,55 @@ pub fn claims(lines: &[String]) -> Vec<Claimed> {
         .collect()
 }
 
-/// BAR accesses the device saw after the driver's last reported access
-/// before `remove_done` — there must be none once remove() has returned.
-pub fn accesses_after_remove<'a>(
-    lines: &[String],
-    log: &'a [Access],
-) -> Result<Vec<&'a Access>, String> {
-    let done = lines
+/// The register the worker reads (MAGIC), without reporting each read.
+const WORKER_READS: u64 = 0x0;
+
+/// Checks that the device saw nothing the driver does not account for,
+/// during its first binding (`log`) up to the worker's joining at the
+/// binding's release (`event worker_stopped … accesses=N`): every BAR access
+/// is one the driver reported (`# mmio`), in order, or one of the worker's N
+/// MAGIC reads. N is the worker's count when it stopped, refused or gone, so
+/// no access can come after. Returns N.
+pub fn account_for_accesses(lines: &[String], log: &[Access]) -> Result<u64, String> {
+    let joined = lines
         .iter()
-        .position(|l| driver_text(l).is_some_and(|t| t.starts_with("event remove_done")))
-        .ok_or("the driver never printed remove_done")?;
-    let last = claims(&lines[..done])
-        .pop()
-        .ok_or("the driver reported no access before remove_done")?;
-    // The last matching entry in the log is that access (remove's reset write).
-    let at = log
-        .iter()
-        .rposition(|a| {
-            a.kind == last.kind
-                && a.region == last.region
-                && a.offset == last.offset
-                && a.value == Some(last.value)
+        .position(|l| driver_text(l).is_some_and(|t| t.starts_with("event worker_stopped")))
+        .ok_or("the driver never printed worker_stopped")?;
+    let counted: u64 = driver_text(&lines[joined])
+        .and_then(|t| {
+            t.split_once("accesses=")?
+                .1
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
         })
-        .ok_or_else(|| {
-            format!(
-                "the driver's last access before remove_done ({last:?}) is not in the device log"
-            )
-        })?;
-    Ok(log[at + 1..]
-        .iter()
-        .filter(|a| a.region != "config")
-        .collect())
+        .ok_or_else(|| format!("no accesses=N in `{}`", lines[joined]))?;
+    let claims = claims(&lines[..joined]);
+    let mut next = claims.iter().peekable();
+    let mut worker = 0;
+    for a in log.iter().filter(|a| a.region != "config") {
+        if next.peek().is_some_and(|c| c.is(a)) {
+            next.next();
+        } else if a.kind == "read" && a.region == "bar0" && a.offset == WORKER_READS {
+            worker += 1;
+        } else {
+            return Err(format!(
+                "the device saw an access the driver did not make: {a:?}"
+            ));
+        }
+    }
+    if let Some(c) = next.next() {
+        return Err(format!(
+            "the driver reported {c:?}, which the device never saw"
+        ));
+    }
+    if worker != counted {
+        return Err(format!(
+            "the device saw {worker} MAGIC reads besides the reported ones, the worker counted {counted}"
+        ));
+    }
+    Ok(counted)
 }
 
 #[cfg(test)]
@@ -149,9 +171,9 @@ mod tests {
         "[    1.1] pci_rig 0000:01:00.0: step scratch FAIL wrote=0x0 read=0x1",
         "[    1.2] pci_rig 0000:01:00.0: event probe_done",
         "[    2.0] pci_rig 0000:01:00.0: event remove_begin",
-        "[    2.0] pci_rig 0000:01:00.0: event worker_stopped reason=Asked accesses=812",
         "[    2.0] pci_rig 0000:01:00.0: # mmio w bar0 0x50 4 0x1",
         "[  2.004] pci_rig 0000:01:00.0: event remove_done",
+        "[    2.1] pci_rig 0000:01:00.0: event worker_stopped reason=Refused accesses=2",
         "[    2.0] pci 0000:01:00.0: something else # mmio r bar0 0x0 4 0x0",
     ];
 
@@ -159,16 +181,18 @@ mod tests {
     fn reads_events_steps_and_claims() {
         let r = report(&lines(CONSOLE));
         assert_eq!(r.count("probe_done"), 1);
-        assert_eq!(r.event("worker_stopped"), Some("reason=Asked accesses=812"));
+        assert_eq!(r.event("worker_stopped"), Some("reason=Refused accesses=2"));
         assert_eq!(r.failed_steps(), ["scratch"]);
         let c = claims(&lines(CONSOLE));
         assert_eq!(c.len(), 2, "only the driver's own lines count: {c:?}");
         assert_eq!((c[1].kind, c[1].offset, c[1].value), ("write", 0x50, 1));
-        let took = remove_ms(&lines(CONSOLE));
+        let took = between_ms(&lines(CONSOLE), "remove_begin", "remove_done");
         assert_eq!(took.len(), 1);
         assert!((took[0] - 4.0).abs() < 1e-6, "{took:?}");
+        let unbind = between_ms(&lines(CONSOLE), "remove_begin", "worker_stopped");
+        assert!((unbind[0] - 100.0).abs() < 1e-6, "{unbind:?}");
         assert!(
-            remove_ms(&lines(&CONSOLE[..8])).is_empty(),
+            between_ms(&lines(&CONSOLE[..7]), "remove_begin", "remove_done").is_empty(),
             "no remove_done yet"
         );
     }
@@ -189,21 +213,35 @@ mod tests {
     }
 
     #[test]
-    fn finds_accesses_after_remove() {
-        let quiet = vec![
-            access(1, "bar0", 0, 0x7072_6967, "read"),
-            access(2, "bar0", 0x50, 1, "write"),
+    fn every_device_access_is_reported_or_counted_by_the_worker() {
+        let console = lines(CONSOLE);
+        let magic = |seq| access(seq, "bar0", 0, 0x7072_6967, "read");
+        let log = vec![
+            magic(1),
+            magic(2),
             access(3, "config", 4, 0, "write"),
+            access(4, "bar0", 0x50, 1, "write"),
+            magic(5),
         ];
-        assert!(accesses_after_remove(&lines(CONSOLE), &quiet)
-            .unwrap()
-            .is_empty());
-        let mut late = quiet.clone();
-        late.push(access(4, "bar0", 0, 0x7072_6967, "read"));
-        assert_eq!(
-            accesses_after_remove(&lines(CONSOLE), &late).unwrap().len(),
-            1
+        assert_eq!(account_for_accesses(&console, &log), Ok(2));
+
+        let mut late = log.clone();
+        late.push(magic(6));
+        let e = account_for_accesses(&console, &late).unwrap_err();
+        assert!(
+            e.contains("3 MAGIC reads") && e.contains("counted 2"),
+            "{e}"
         );
-        assert!(accesses_after_remove(&lines(CONSOLE), &quiet[..1]).is_err());
+
+        let mut stray = log.clone();
+        stray.push(access(6, "bar0", 0x8, 0, "write"));
+        let e = account_for_accesses(&console, &stray).unwrap_err();
+        assert!(e.contains("did not make"), "{e}");
+
+        let e = account_for_accesses(&console, &log[..3]).unwrap_err();
+        assert!(e.contains("never saw"), "{e}");
+
+        let e = account_for_accesses(&lines(&CONSOLE[..8]), &log).unwrap_err();
+        assert!(e.contains("never printed worker_stopped"), "{e}");
     }
 }

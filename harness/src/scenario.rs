@@ -43,15 +43,16 @@ pub struct DriverExpect {
     pub refused: usize,
     /// Every `# mmio` access the driver reports must be in the device log.
     pub mmio: bool,
-    /// After `remove_done`, the device log shows no BAR access; the worker
-    /// stopped because remove() asked (or `gave_up` says why); the kept
-    /// handle was refused.
+    /// The first binding ended: the worker stopped by itself for `stop`'s
+    /// reason, and was joined; every BAR access in the device log is one the
+    /// driver reported or one of the reads its worker counted when it
+    /// stopped, so none came after; the kept handle was refused.
     pub unbind: bool,
     /// QMP DEVICE_DELETED events for our device.
     pub unplugs: usize,
-    /// The worker gave up by itself, for this reason (e.g. `Gone`), before
-    /// remove() asked.
-    pub gave_up: Option<&'static str>,
+    /// Why the worker stops: `Refused`, by the binding's end once remove()
+    /// returned, or `Gone`, the device reading all-ones before remove().
+    pub stop: &'static str,
 }
 
 const fn driver(
@@ -68,7 +69,7 @@ const fn driver(
         mmio,
         unbind,
         unplugs: 0,
-        gave_up: None,
+        stop: "Refused",
     })
 }
 
@@ -242,7 +243,7 @@ pub const MMIO: Scenario = driver_scenario(
 );
 pub const UNBIND: Scenario = driver_scenario(
     "unbind",
-    "sysfs unbind: remove runs once, the worker stops, a kept handle is refused, no device access after remove",
+    "sysfs unbind: remove runs once, the worker is refused once the binding ended, every device access accounted for, a kept handle is refused",
     180,
     driver(1, 1, 0, true, true),
 );
@@ -269,7 +270,7 @@ pub const HOTUNPLUG: Scenario = Scenario {
     x86_qemu_args: &["-global", "ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off"],
     ..driver_scenario(
         "hotunplug-pciehp",
-        "QMP device_del while the worker is busy (native PCIe hotplug): remove once, no access after it; device_add: probes again",
+        "QMP device_del while the worker is busy (native PCIe hotplug): remove once, the worker refused, every device access accounted for; device_add: probes again",
         180,
         Some(DriverExpect {
             probes: 2,
@@ -278,7 +279,7 @@ pub const HOTUNPLUG: Scenario = Scenario {
             mmio: true,
             unbind: true,
             unplugs: 1,
-            gave_up: None,
+            stop: "Refused",
         }),
     )
 };
@@ -306,7 +307,7 @@ pub const SURPRISE: Scenario = Scenario {
             mmio: true,
             unbind: true,
             unplugs: 1,
-            gave_up: Some("Gone"),
+            stop: "Gone",
         }),
     )
 };
@@ -402,7 +403,7 @@ pub struct Judgement {
     pub verdict: Verdict,
     pub cause: Option<Cause>,
     pub reason: String,
-    /// What a passing boot measured on the way (`remove_ms`).
+    /// What a passing boot measured on the way (`remove_ms`, `unbind_ms`).
     pub timings: Timings,
 }
 
@@ -530,10 +531,21 @@ pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
             Ok(summary) => backed.push_str(&summary),
             Err(e) => return Judgement::fail(Cause::Device, e),
         }
-        // The first remove() is the one unbind and unplug scenarios are about.
-        if let Some(&ms) = driver::remove_ms(&c.lines).first() {
+        // The first unbind is the one unbind and unplug scenarios are about.
+        let first = |to| {
+            driver::between_ms(&c.lines, "remove_begin", to)
+                .first()
+                .copied()
+        };
+        if let Some(ms) = first("remove_done") {
             backed.push_str(&format!(", remove() took {ms:.1} ms"));
             timings.insert("remove_ms", ms);
+        }
+        if let Some(ms) = first("worker_stopped") {
+            backed.push_str(&format!(
+                ", the worker joined {ms:.1} ms after remove() began"
+            ));
+            timings.insert("unbind_ms", ms);
         }
     }
     Judgement {
@@ -617,32 +629,34 @@ fn judge_driver(want: &DriverExpect, c: &Console, device: &[Stopped]) -> Result<
     if want.unplugs > 0 {
         summary.push_str(&format!(", {deleted} DEVICE_DELETED"));
     }
-    if let Some(reason) = want.gave_up {
-        let why = r.event("worker_gave_up").unwrap_or("");
-        if !why.starts_with(&format!("reason={reason}")) {
-            return Err(format!(
-                "the worker did not give up with reason={reason} by itself: `{why}`"
-            ));
-        }
-        summary.push_str(&format!(", worker gave up: {why}"));
-    }
     if want.unbind {
-        // Remove ran while the first server was attached.
+        let reason = format!("reason={} ", want.stop);
+        let gave_up = r.event("worker_gave_up").unwrap_or("");
+        if !gave_up.starts_with(&reason) {
+            return Err(format!(
+                "the worker did not stop by itself with {reason}: `{gave_up}`"
+            ));
+        }
+        let at = |event: &str| {
+            lines.iter().position(|l| {
+                driver::driver_text(l).is_some_and(|t| t.starts_with(&format!("event {event}")))
+            })
+        };
+        let (gave, began, done) = (at("worker_gave_up"), at("remove_begin"), at("remove_done"));
+        let when = match want.stop {
+            "Gone" if gave < began => "before remove()",
+            "Refused" if gave > done => "once remove() returned",
+            _ => return Err(format!("the worker stopped with {reason}at the wrong time: line {gave:?}, remove() lines {began:?} to {done:?}")),
+        };
+        let joined = r.event("worker_stopped").unwrap_or("");
+        if joined != gave_up {
+            return Err(format!(
+                "the binding's release saw the worker stop differently: `{joined}` against `{gave_up}`"
+            ));
+        }
+        // The first binding lasted while the first server was attached.
         let first = device.first().map_or(&[][..], |d| &d.log[..]);
-        let late = driver::accesses_after_remove(lines, first)?;
-        if let Some(a) = late.first() {
-            return Err(format!(
-                "{} BAR accesses after remove_done, first: {a:?}",
-                late.len()
-            ));
-        }
-        let stopped = r.event("worker_stopped").unwrap_or("");
-        let reason = want.gave_up.unwrap_or("Asked");
-        if !stopped.starts_with(&format!("reason={reason}")) {
-            return Err(format!(
-                "the worker did not stop on remove's request: `{stopped}`"
-            ));
-        }
+        let counted = driver::account_for_accesses(lines, first)?;
         if r.event("kept_handle") != Some("refused") {
             return Err(format!(
                 "a handle kept across unbind was not refused: {:?}",
@@ -650,7 +664,7 @@ fn judge_driver(want: &DriverExpect, c: &Console, device: &[Stopped]) -> Result<
             ));
         }
         summary.push_str(&format!(
-            ", worker {stopped}, kept handle refused, 0 BAR accesses after remove"
+            ", worker gave up {when}: {gave_up}, every BAR access reported or among the worker's {counted}, kept handle refused"
         ));
     }
     Ok(summary)
@@ -890,41 +904,54 @@ mod tests {
     }
 
     #[test]
-    fn unbind_needs_a_quiet_device_a_stopped_worker_and_a_refused_handle() {
+    fn unbind_needs_a_refused_worker_an_accounted_device_log_and_a_refused_handle() {
         let lines = driver_lines(&[
             "event probe_begin",
             "# mmio r bar0 0x0 4 0x70726967",
             "step identify ok magic=0x70726967",
             "event probe_done",
             "event remove_begin",
-            "event worker_stopped reason=Asked accesses=40",
             "# mmio w bar0 0x50 4 0x1",
             "event remove_done",
+            "event worker_gave_up reason=Refused accesses=2",
+            "event worker_stopped reason=Refused accesses=2",
             "event kept_handle refused",
         ]);
         let want = UNBIND.driver.unwrap();
         let judge_driver = |want: &DriverExpect, lines: &[String], log: &[Access]| {
             judge_driver(want, &console_of(lines, vec![]), &stopped(log))
         };
+        // The worker's reads may go on until the binding ends, after remove().
         let log = vec![
             access(1, 0, 0x7072_6967, "read"),
             access(2, 0, 0x7072_6967, "read"),
             access(3, 0x50, 1, "write"),
+            access(4, 0, 0x7072_6967, "read"),
         ];
         let ok = judge_driver(&want, &lines, &log).unwrap();
-        assert!(ok.contains("0 BAR accesses after remove"), "{ok}");
+        assert!(
+            ok.contains("worker gave up once remove() returned: reason=Refused accesses=2")
+                && ok.contains("among the worker's 2"),
+            "{ok}"
+        );
 
         let mut late = log.clone();
-        late.push(access(4, 0, 0x7072_6967, "read"));
-        assert!(judge_driver(&want, &lines, &late)
-            .unwrap_err()
-            .contains("1 BAR accesses after remove_done"));
+        late.push(access(5, 0, 0x7072_6967, "read"));
+        let e = judge_driver(&want, &lines, &late).unwrap_err();
+        assert!(e.contains("3 MAGIC reads"), "{e}");
 
-        let mut refused = lines.clone();
-        refused[5] = "pci_rig 0000:01:00.0: event worker_stopped reason=Refused accesses=40".into();
-        assert!(judge_driver(&want, &refused, &log)
-            .unwrap_err()
-            .contains("did not stop on remove's request"));
+        let mut early = lines.clone();
+        early.swap(4, 7);
+        let e = judge_driver(&want, &early, &log).unwrap_err();
+        assert!(e.contains("at the wrong time"), "{e}");
+
+        let mut gone = lines.clone();
+        gone[7] = "pci_rig 0000:01:00.0: event worker_gave_up reason=Gone accesses=2".into();
+        let e = judge_driver(&want, &gone, &log).unwrap_err();
+        assert!(
+            e.contains("did not stop by itself with reason=Refused"),
+            "{e}"
+        );
 
         let mut leaked = lines.clone();
         leaked.pop();
@@ -991,16 +1018,17 @@ mod tests {
             "# mmio r bar0 0x0 4 0x70726967",
             "step identify ok magic=0x70726967",
             "event probe_done",
-            "event worker_gave_up reason=Gone accesses=7",
+            "event worker_gave_up reason=Gone accesses=1",
             "event remove_begin",
-            "event worker_stopped reason=Gone accesses=7",
             "# mmio w bar0 0x50 4 0x1",
             "event remove_done",
+            "event worker_stopped reason=Gone accesses=1",
             "event kept_handle refused",
         ]);
         let log = [
             access(1, 0, 0x7072_6967, "read"),
-            access(2, 0x50, 1, "write"),
+            access(2, 0, 0xffff_ffff, "read"),
+            access(3, 0x50, 1, "write"),
         ];
         let deleted = serde_json::json!({"event": "DEVICE_DELETED", "data": {"device": "pcirig"}});
         let want = SURPRISE.driver.unwrap();
@@ -1009,16 +1037,18 @@ mod tests {
             &console_of(&lines, vec![deleted.clone()]),
             &stopped(&log),
         );
-        assert!(ok.unwrap().contains("worker gave up: reason=Gone"));
+        assert!(ok
+            .unwrap()
+            .contains("worker gave up before remove(): reason=Gone"));
 
         let e = judge_driver(&want, &console_of(&lines, vec![]), &stopped(&log)).unwrap_err();
         assert!(e.contains("DEVICE_DELETED"), "{e}");
 
-        let mut asked = lines.clone();
-        asked.remove(4);
+        let mut refused = lines.clone();
+        refused[4] = "pci_rig 0000:01:00.0: event worker_gave_up reason=Refused accesses=1".into();
         let e =
-            judge_driver(&want, &console_of(&asked, vec![deleted]), &stopped(&log)).unwrap_err();
-        assert!(e.contains("did not give up"), "{e}");
+            judge_driver(&want, &console_of(&refused, vec![deleted]), &stopped(&log)).unwrap_err();
+        assert!(e.contains("did not stop by itself with reason=Gone"), "{e}");
     }
 
     #[test]
