@@ -30,28 +30,30 @@ impl Splat {
     }
 }
 
-/// The text of a console line without its `[    1.234567] ` printk stamp.
-pub fn strip_timestamp(line: &str) -> &str {
-    let trimmed = line.trim_end_matches(['\r', '\n']);
-    if let Some(rest) = trimmed.strip_prefix('[') {
-        if let Some((stamp, text)) = rest.split_once(']') {
-            if stamp.trim().chars().all(|c| c.is_ascii_digit() || c == '.') {
-                return text.strip_prefix(' ').unwrap_or(text);
-            }
-        }
-    }
-    trimmed
-}
-
-/// The printk stamp of a console line, in seconds since the guest booted.
-pub fn timestamp(line: &str) -> Option<f64> {
-    let stamp = line.strip_prefix('[')?.split_once(']')?.0.trim_start();
-    let (secs, frac) = stamp.split_once('.')?;
+/// A line's printk stamp (`[    1.234567]`, seconds since boot) and the
+/// text after it.
+fn split_stamp(line: &str) -> Option<(f64, &str)> {
+    let (stamp, text) = line.strip_prefix('[')?.split_once(']')?;
+    let (secs, frac) = stamp.trim_start().split_once('.')?;
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     if !digits(secs) || !digits(frac) {
         return None;
     }
-    stamp.parse().ok()
+    Some((stamp.trim_start().parse().ok()?, text))
+}
+
+/// The text of a console line without its `[    1.234567] ` printk stamp.
+pub fn strip_timestamp(line: &str) -> &str {
+    let trimmed = line.trim_end_matches(['\r', '\n']);
+    match split_stamp(trimmed) {
+        Some((_, text)) => text.strip_prefix(' ').unwrap_or(text),
+        None => trimmed,
+    }
+}
+
+/// The printk stamp of a console line, in seconds since the guest booted.
+pub fn timestamp(line: &str) -> Option<f64> {
+    split_stamp(line).map(|(secs, _)| secs)
 }
 
 /// Where a printk record starts inside `line`, past its first byte.

@@ -21,6 +21,18 @@ pub fn driver_text(line: &str) -> Option<&str> {
     Some(rest.split_once(": ")?.1)
 }
 
+/// Whether `line` is the driver's `event NAME …`.
+pub fn is_event(line: &str, name: &str) -> bool {
+    driver_text(line)
+        .and_then(|t| t.strip_prefix("event "))
+        .is_some_and(|t| t.split(' ').next() == Some(name))
+}
+
+/// The index of the first `event NAME` line.
+pub fn event_at(lines: &[String], name: &str) -> Option<usize> {
+    lines.iter().position(|l| is_event(l, name))
+}
+
 pub fn report(lines: &[String]) -> Report {
     let mut r = Report::default();
     for line in lines {
@@ -65,17 +77,12 @@ impl Report {
 /// the guest's printk stamps: `remove_begin` to `remove_done` is remove()
 /// itself; to `worker_stopped`, the whole unbind up to the worker's joining.
 pub fn between_ms(lines: &[String], from: &str, to: &str) -> Vec<f64> {
-    let is = |line: &str, event: &str| {
-        driver_text(line)
-            .and_then(|t| t.strip_prefix("event "))
-            .is_some_and(|t| t.split(' ').next() == Some(event))
-    };
     let mut began = None;
     let mut took = Vec::new();
     for line in lines {
-        if is(line, from) {
+        if is_event(line, from) {
             began = timestamp(line);
-        } else if is(line, to) {
+        } else if is_event(line, to) {
             if let (Some(b), Some(d)) = (began.take(), timestamp(line)) {
                 took.push((d - b) * 1000.0);
             }
@@ -102,10 +109,8 @@ const WORKER_READS: u64 = 0x0;
 /// MAGIC reads. N is the worker's count when it stopped, refused or gone, so
 /// no access can come after. Returns N.
 pub fn account_for_accesses(lines: &[String], log: &[Access]) -> Result<u64, String> {
-    let joined = lines
-        .iter()
-        .position(|l| driver_text(l).is_some_and(|t| t.starts_with("event worker_stopped")))
-        .ok_or("the driver never printed worker_stopped")?;
+    let joined =
+        event_at(lines, "worker_stopped").ok_or("the driver never printed worker_stopped")?;
     let counted: u64 = driver_text(&lines[joined])
         .and_then(|t| {
             t.split_once("accesses=")?

@@ -227,7 +227,7 @@ impl Rig<'_> {
                 };
                 writeln!(actions, "{req} -> {reply}")?;
             }
-            if driver::driver_text(line).is_some_and(|t| t.starts_with("event remove_begin")) {
+            if driver::is_event(line, "remove_begin") {
                 if let Some(at) = unplugged_at.take() {
                     let ms = at.elapsed().as_secs_f64() * 1000.0;
                     timings.entry("device_del_to_remove_ms").or_insert(ms);

@@ -50,9 +50,17 @@ pub struct DriverExpect {
     pub unbind: bool,
     /// QMP DEVICE_DELETED events for our device.
     pub unplugs: usize,
-    /// Why the worker stops: `Refused`, by the binding's end once remove()
-    /// returned, or `Gone`, the device reading all-ones before remove().
-    pub stop: &'static str,
+    /// Why the worker stops.
+    pub stop: WorkerStop,
+}
+
+/// Why the driver's worker stops, as it prints it (`reason=…`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkerStop {
+    /// The binding's end refused its access, once remove() returned.
+    Refused,
+    /// The device read all-ones (it is gone), before remove().
+    Gone,
 }
 
 const fn driver(
@@ -69,7 +77,7 @@ const fn driver(
         mmio,
         unbind,
         unplugs: 0,
-        stop: "Refused",
+        stop: WorkerStop::Refused,
     })
 }
 
@@ -279,7 +287,7 @@ pub const HOTUNPLUG: Scenario = Scenario {
             mmio: true,
             unbind: true,
             unplugs: 1,
-            stop: "Refused",
+            stop: WorkerStop::Refused,
         }),
     )
 };
@@ -307,7 +315,7 @@ pub const SURPRISE: Scenario = Scenario {
             mmio: true,
             unbind: true,
             unplugs: 1,
-            stop: "Gone",
+            stop: WorkerStop::Gone,
         }),
     )
 };
@@ -630,22 +638,18 @@ fn judge_driver(want: &DriverExpect, c: &Console, device: &[Stopped]) -> Result<
         summary.push_str(&format!(", {deleted} DEVICE_DELETED"));
     }
     if want.unbind {
-        let reason = format!("reason={} ", want.stop);
+        let reason = format!("reason={:?} ", want.stop);
         let gave_up = r.event("worker_gave_up").unwrap_or("");
         if !gave_up.starts_with(&reason) {
             return Err(format!(
                 "the worker did not stop by itself with {reason}: `{gave_up}`"
             ));
         }
-        let at = |event: &str| {
-            lines.iter().position(|l| {
-                driver::driver_text(l).is_some_and(|t| t.starts_with(&format!("event {event}")))
-            })
-        };
+        let at = |event| driver::event_at(lines, event);
         let (gave, began, done) = (at("worker_gave_up"), at("remove_begin"), at("remove_done"));
         let when = match want.stop {
-            "Gone" if gave < began => "before remove()",
-            "Refused" if gave > done => "once remove() returned",
+            WorkerStop::Gone if gave < began => "before remove()",
+            WorkerStop::Refused if gave > done => "once remove() returned",
             _ => return Err(format!("the worker stopped with {reason}at the wrong time: line {gave:?}, remove() lines {began:?} to {done:?}")),
         };
         let joined = r.event("worker_stopped").unwrap_or("");

@@ -4,10 +4,7 @@
 # next unbind case (K Devres values, worker idle or busy). `cargo xtask bench`
 # asks for 30 rebinds (5 of each of the 6 cases) with pcirig.bench_rounds=30;
 # the default run only proves every figure comes out: one of each.
-rounds=6
-for word in $(cat /proc/cmdline); do
-    case "$word" in pcirig.bench_rounds=*) rounds=${word#pcirig.bench_rounds=} ;; esac
-done
+rounds=$(param bench_rounds 6)
 ktap_plan 5
 check device_present find_dev
 check insmod_bench insmod /lib/modules/pci_rig_bench.ko
