@@ -3,12 +3,13 @@
 //! Figures seen from the guest, for `cargo xtask bench` and the `bench` scenario. It judges
 //! nothing: the host reads its `bench …` lines.
 //!
-//! - **MMIO**: a side-effect-free register read three ways, on our device (every access trapped
+//! - **MMIO**: a side-effect-free register read four ways, on our device (every access trapped
 //!   and forwarded to the vfio-user server) and on QEMU's in-process `pci-testdev`, in the same
 //!   boot: `raw` through an `Io` with no `Devres` in the way, `devres` with a `try_access` per
-//!   read, `guard` with one guard for the whole timed loop. The three take turns batch by batch,
-//!   so drift hits them alike. `bench mmio dev=NAME reads=N raw_ns=A devres_ns=B guard_ns=C`
-//!   gives per-read medians.
+//!   read, `guard` with one guard for the whole timed loop, `access` with `Devres::access` (the
+//!   bound device at hand, no RCU) per read. They take turns batch by batch, so drift hits them
+//!   alike. `bench mmio dev=NAME reads=N raw_ns=A devres_ns=B guard_ns=C access_ns=D` gives
+//!   per-read medians.
 //! - **Window**: our BAR2's read throughput, `bench window bytes=B ns=T kib_per_s=R`.
 //! - **Unbind**: each probe of our device ties K values to the binding with `Devres`, and maybe
 //!   starts a worker busy with the device ([`UNBIND_CASES`], one case per probe, in turn). A
@@ -66,11 +67,17 @@ kernel::pci_device_table!(
     [
         (
             pci::DeviceId::from_id(0x7072, 0x0001),
-            Target { name: "pci-rig", ours: true }
+            Target {
+                name: "pci-rig",
+                ours: true
+            }
         ),
         (
             pci::DeviceId::from_id(0x1b36, 0x0005),
-            Target { name: "pci-testdev", ours: false }
+            Target {
+                name: "pci-testdev",
+                ours: false
+            }
         ),
     ]
 );
@@ -93,7 +100,10 @@ fn median(mut v: KVec<i64>) -> i64 {
 
 /// Per-read medians, in ns, of reading register `REG` raw, through `try_access` per read, and
 /// under one guard.
-fn time_mmio<const REG: usize>(bar: &Devres<pci::Bar<BAR_SIZE>>) -> Result<[i64; 3]> {
+fn time_mmio<const REG: usize>(
+    pdev: &pci::Device<pci::Bound>,
+    bar: &Devres<pci::Bar<BAR_SIZE>>,
+) -> Result<[i64; 4]> {
     let raw = {
         let io = bar.try_access().ok_or(ENXIO)?;
         IoRaw::<BAR_SIZE>::new(io.addr(), io.maxsize())?
@@ -108,10 +118,11 @@ fn time_mmio<const REG: usize>(bar: &Devres<pci::Bar<BAR_SIZE>>) -> Result<[i64;
         KVec::with_capacity(SAMPLES, GFP_KERNEL)?,
         KVec::with_capacity(SAMPLES, GFP_KERNEL)?,
         KVec::with_capacity(SAMPLES, GFP_KERNEL)?,
+        KVec::with_capacity(SAMPLES, GFP_KERNEL)?,
     ];
     for sample in 0..SAMPLES {
-        for turn in 0..3 {
-            let way = (sample + turn) % 3;
+        for turn in 0..4 {
+            let way = (sample + turn) % 4;
             let ns = match way {
                 0 => per_read(|| {
                     for _ in 0..BATCH {
@@ -125,10 +136,16 @@ fn time_mmio<const REG: usize>(bar: &Devres<pci::Bar<BAR_SIZE>>) -> Result<[i64;
                     }
                     Ok(())
                 })?,
-                _ => per_read(|| {
+                2 => per_read(|| {
                     let io = bar.try_access().ok_or(ENXIO)?;
                     for _ in 0..BATCH {
                         io.readl(REG);
+                    }
+                    Ok(())
+                })?,
+                _ => per_read(|| {
+                    for _ in 0..BATCH {
+                        bar.access(pdev.as_ref())?.readl(REG);
                     }
                     Ok(())
                 })?,
@@ -136,12 +153,12 @@ fn time_mmio<const REG: usize>(bar: &Devres<pci::Bar<BAR_SIZE>>) -> Result<[i64;
             samples[way].push(ns, GFP_KERNEL)?;
         }
     }
-    let [a, b, c] = samples;
-    Ok([median(a), median(b), median(c)])
+    let [a, b, c, d] = samples;
+    Ok([median(a), median(b), median(c), median(d)])
 }
 
 /// Reads the whole BAR2 window once and prints its throughput.
-fn time_window(pdev: &pci::Device) -> Result {
+fn time_window(pdev: &pci::Device<pci::Bound>) -> Result {
     let bar2: Devres<pci::Bar<WINDOW>> =
         pdev.iomap_region_sized::<WINDOW>(2, c_str!("pci_rig_bench"))?;
     let window = bar2.try_access().ok_or(ENXIO)?;
@@ -275,7 +292,7 @@ struct Bound {
 }
 
 /// Our device: unbind case, MMIO and window figures on the first probe, then the K values.
-fn probe_ours(pdev: &pci::Device, name: &str) -> Result<Bound> {
+fn probe_ours(pdev: &pci::Device<pci::Bound>, name: &str) -> Result<Bound> {
     let n = PROBES.fetch_add(1, Ordering::Relaxed);
     let (k, busy) = UNBIND_CASES[n % UNBIND_CASES.len()];
     let times = Arc::new(
@@ -299,10 +316,15 @@ fn probe_ours(pdev: &pci::Device, name: &str) -> Result<Bound> {
         GFP_KERNEL,
     )?;
     if n == 0 {
-        report_mmio(pdev, name, time_mmio::<SCRATCH>(&bar)?);
+        report_mmio(pdev, name, time_mmio::<SCRATCH>(pdev, &bar)?);
         time_window(pdev)?;
         for k in [1, 16, 64] {
-            dev_info!(pdev, "bench revoke_each k={} ns={}\n", k, time_revoke_each(k)?);
+            dev_info!(
+                pdev,
+                "bench revoke_each k={} ns={}\n",
+                k,
+                time_revoke_each(k)?
+            );
         }
     }
     for i in 0..k {
@@ -319,15 +341,16 @@ fn probe_ours(pdev: &pci::Device, name: &str) -> Result<Bound> {
     })
 }
 
-fn report_mmio(pdev: &pci::Device, name: &str, [raw, devres, guard]: [i64; 3]) {
+fn report_mmio(pdev: &pci::Device, name: &str, [raw, devres, guard, access]: [i64; 4]) {
     dev_info!(
         pdev,
-        "bench mmio dev={} reads={} raw_ns={} devres_ns={} guard_ns={}\n",
+        "bench mmio dev={} reads={} raw_ns={} devres_ns={} guard_ns={} access_ns={}\n",
         name,
         SAMPLES * BATCH,
         raw,
         devres,
-        guard
+        guard,
+        access
     );
 }
 
@@ -338,14 +361,14 @@ impl pci::Driver for Bench {
     const ID_TABLE: pci::IdTable<Target> = IDS;
     type Data = KBox<Bound>;
 
-    fn probe(pdev: &pci::Device, target: &Target) -> Result<KBox<Bound>> {
+    fn probe(pdev: &pci::Device<pci::Core>, target: &Target) -> Result<KBox<Bound>> {
         pdev.enable_device_mem()?;
         let bound = if target.ours {
             probe_ours(pdev, target.name)?
         } else {
             let bar = pdev.iomap_region_sized::<BAR_SIZE>(0, c_str!("pci_rig_bench"))?;
             // pci-testdev's first register reads back without side effects.
-            report_mmio(pdev, target.name, time_mmio::<0>(&bar)?);
+            report_mmio(pdev, target.name, time_mmio::<0>(pdev, &bar)?);
             Bound {
                 times: None,
                 reader: None,
@@ -354,7 +377,7 @@ impl pci::Driver for Bench {
         Ok(KBox::new(bound, GFP_KERNEL)?)
     }
 
-    fn remove(_pdev: &pci::Device, bound: &KBox<Bound>) {
+    fn remove(_pdev: &pci::Device<pci::Core>, bound: &KBox<Bound>) {
         if let Some(times) = &bound.times {
             times.start.store(now_ns(), Ordering::Relaxed);
             if let Some(reader) = &bound.reader {

@@ -386,7 +386,7 @@ impl pci::Driver for PciRig {
     const ID_TABLE: pci::IdTable<Expect> = IDS;
     type Data = KBox<PciRig>;
 
-    fn probe(pdev: &pci::Device, expect: &Expect) -> Result<KBox<PciRig>> {
+    fn probe(pdev: &pci::Device<pci::Core>, expect: &Expect) -> Result<KBox<PciRig>> {
         dev_info!(pdev, "event probe_begin\n");
         pdev.enable_device_mem()?;
         pdev.set_master();
@@ -396,11 +396,10 @@ impl pci::Driver for PciRig {
             pdev.iomap_region_sized::<BAR0_SIZE>(0, c_str!("pci_rig"))?,
             GFP_KERNEL,
         )?;
-        {
-            let io = bar.try_access().ok_or(ENXIO)?;
-            identify(pdev, &io, expect)?;
-            selftest(pdev, &io)?;
-        }
+        // The device is bound while probe runs: no RCU guard needed.
+        let io = bar.access(pdev.as_ref())?;
+        identify(pdev, io, expect)?;
+        selftest(pdev, io)?;
         *kept.lock() = Some(bar.clone());
         // Joined before it starts, so that a failed probe never leaves it running.
         let worker = Worker::new(bar.clone())?;
@@ -411,10 +410,10 @@ impl pci::Driver for PciRig {
     }
 
     /// The worker is not told: the binding ends after this returns, which refuses its access.
-    fn remove(pdev: &pci::Device, this: &KBox<PciRig>) {
+    fn remove(pdev: &pci::Device<pci::Core>, this: &KBox<PciRig>) {
         dev_info!(pdev, "event remove_begin\n");
         // Quiesce: a reset drops any pending interrupt and operation.
-        if let Some(io) = this.bar.try_access() {
+        if let Ok(io) = this.bar.access(pdev.as_ref()) {
             wr!(pdev, io, 1, reg::RESET);
         }
         dev_info!(pdev, "event remove_done\n");

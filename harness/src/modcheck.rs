@@ -1,6 +1,7 @@
 //! Checks on built kernel modules that need no boot: where the PCI id table
-//! lands in a `.ko`, and that `Io<SIZE>` refuses, at build time, a constant
-//! offset past its end.
+//! lands in a `.ko`, and that the abstractions refuse mistakes at build time
+//! (a constant offset past the end of an `Io<SIZE>`, a device that may be
+//! unbound where a bound one is needed).
 
 use std::path::Path;
 
@@ -80,49 +81,83 @@ pub fn pci_id_table(ko: &[u8]) -> Result<IdTable> {
     Ok(IdTable { section: name, ids })
 }
 
-/// Builds `dir` (guest-kernel/compile-fail) twice: in range it must build,
-/// with `PAST_END=y` it must fail on `build_error`. Returns a summary.
+/// A mistake the abstractions must refuse at build time: the make variable
+/// that switches it on in guest-kernel/compile-fail, and what the build log
+/// must say (all of the needles in one line).
+pub struct Mistake {
+    pub name: &'static str,
+    pub var: &'static str,
+    pub needles: &'static [&'static str],
+}
+
+/// The mistakes of guest-kernel/compile-fail, each refused for its reason.
+pub const MISTAKES: &[Mistake] = &[
+    Mistake {
+        name: "an Io<16> read past its end",
+        var: "PAST_END=y",
+        needles: &["build_error"],
+    },
+    Mistake {
+        name: "iomap_region on a device that may be unbound",
+        var: "IOMAP_UNBOUND=y",
+        needles: &["E0599", "iomap_region"],
+    },
+    Mistake {
+        name: "Devres::access without a bound device",
+        var: "ACCESS_UNBOUND=y",
+        needles: &["E0308"],
+    },
+];
+
+/// The line of a failed build's log that shows it failed for `m`'s reason.
+pub fn refusal<'a>(m: &Mistake, log: &'a str) -> Option<&'a str> {
+    log.lines()
+        .find(|l| m.needles.iter().all(|n| l.contains(n)))
+        .map(str::trim)
+}
+
+/// Builds `dir` (guest-kernel/compile-fail) as is, which must build, and once
+/// per [`MISTAKES`] entry, which must fail for its reason and leave no
+/// module. Returns a summary.
 pub fn compile_fail(tc: &Toolchain, kernel: &Kernel, dir: &Path) -> Result<String> {
     let build = |label: &str, vars: &[&str]| {
         let ko = kernel
             .build
             .join("pci-rig-external")
             .join(label)
-            .join("io_bounds.ko");
+            .join("compile_fail.ko");
         // A module left by an earlier build must not count as this one's.
         let _ = std::fs::remove_file(&ko);
-        let result = kernel::build_module_copy(tc, kernel, dir, label, "io_bounds", vars);
+        let result = kernel::build_module_copy(tc, kernel, dir, label, "compile_fail", vars);
         (result, ko)
     };
-    let (in_range, ko) = build("io_bounds-in-range", &[]);
-    in_range.context("the in-range read must build, but did not")?;
+    let (correct, ko) = build("compile_fail-correct", &[]);
+    correct.context("the module without mistakes must build, but did not")?;
     if !ko.exists() {
-        bail!("the in-range build succeeded but left no {}", ko.display());
+        bail!("the correct build succeeded but left no {}", ko.display());
     }
-    let (past_end, ko) = build("io_bounds-past-end", &["PAST_END=y"]);
-    let log = ko.with_file_name("pci-rig-make.log");
-    match past_end {
-        Ok(_) => bail!(
-            "reading past the end of Io<16> built ({}); the bounds check did not fire",
-            ko.display()
-        ),
-        Err(e) => {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            let Some(line) = text.lines().find(|l| l.contains("build_error")) else {
-                bail!(
-                    "the past-end build failed, but not on build_error: {e:#} (log {})",
-                    log.display()
-                );
-            };
-            if ko.exists() {
-                bail!("the past-end build failed yet left {}", ko.display());
-            }
-            Ok(format!(
-                "in range: built; past the end: refused ({})",
-                line.trim()
-            ))
+    let mut summary = vec!["correct: built".to_string()];
+    for (i, m) in MISTAKES.iter().enumerate() {
+        let (result, ko) = build(&format!("compile_fail-mistake{i}"), &[m.var]);
+        let log = ko.with_file_name("pci-rig-make.log");
+        if result.is_ok() {
+            bail!("{} built ({}); it must be refused", m.name, ko.display());
         }
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let Some(line) = refusal(m, &text) else {
+            bail!(
+                "{} failed to build, but not for its reason (a line with {:?}); log {}",
+                m.name,
+                m.needles,
+                log.display()
+            );
+        };
+        if ko.exists() {
+            bail!("{} failed to build yet left {}", m.name, ko.display());
+        }
+        summary.push(format!("{}: refused ({line})", m.name));
     }
+    Ok(summary.join("; "))
 }
 
 #[cfg(test)]
@@ -197,5 +232,18 @@ mod tests {
         let w = Writer::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
         let e = pci_id_table(&w.write().unwrap()).unwrap_err();
         assert!(e.to_string().contains("no __mod_pci__"), "{e}");
+    }
+
+    #[test]
+    fn a_mistake_is_refused_only_for_its_own_reason() {
+        let iomap = &MISTAKES[1];
+        let log = "error[E0599]: no method named `iomap_region` found for struct `ARef<Device>`";
+        assert!(refusal(iomap, log).is_some());
+        // Failing for another reason (here a syntax error) is not a refusal.
+        assert!(refusal(iomap, "error: expected `;`, found `let`").is_none());
+        assert!(refusal(iomap, "error[E0599]: no method named `readl` found").is_none());
+        let past_end = &MISTAKES[0];
+        assert!(refusal(past_end, "ld: undefined symbol rust_build_error").is_none());
+        assert!(refusal(past_end, "ERROR: modpost: \"rust_build_error\" undefined!").is_some());
     }
 }

@@ -290,7 +290,7 @@ impl Rig<'_> {
         result.unwrap_or_else(|e| untimed((Verdict::Fail, format!("could not run: {e:#}"))))
     }
 
-    /// Builds the compile-fail module in range and past the end.
+    /// Builds the compile-fail module as is and once per mistake.
     fn compile_fail(&self) -> Result<(Verdict, String)> {
         let _lock = build_lock(self.paths)?;
         let dir = self.paths.root.join("guest-kernel/compile-fail");

@@ -159,6 +159,8 @@ impl<T: RawDeviceId, const N: usize> IdArray<T, N> {
 
     /// Returns a pointer to the first id, for the C side: the array ends in the zero sentinel.
     ///
+    /// The pointer is derived from the whole array, so it may be used to read the sentinel.
+    ///
     /// # Examples
     ///
     /// ```
@@ -173,7 +175,7 @@ impl<T: RawDeviceId, const N: usize> IdArray<T, N> {
     /// assert_eq!(unsafe { (*IDS.as_ptr()).key }, 0);
     /// ```
     pub const fn as_ptr(&self) -> *const T {
-        self.ids.as_ptr()
+        core::ptr::from_ref(self).cast::<T>()
     }
 
     /// Returns the ids, without the sentinel.
@@ -202,8 +204,8 @@ impl<T: RawDeviceId, const N: usize> IdArray<T, N> {
 ///
 /// # Invariants
 ///
-/// `ids` is the `ids` field of an [`IdArray`] (so it is followed by the zero sentinel), and
-/// `info` has the same length.
+/// `raw` points to an [`IdArray`] (derived from all of it, sentinel included), `ids` is that
+/// array's `ids` field, and `info` has the same length.
 ///
 /// # Examples
 ///
@@ -233,6 +235,7 @@ impl<T: RawDeviceId, const N: usize> IdArray<T, N> {
 /// assert_eq!(TABLE.info(2), None);
 /// ```
 pub struct IdTable<T: RawDeviceId + 'static, U: 'static> {
+    raw: *const T,
     ids: &'static [T],
     info: &'static [U],
 }
@@ -256,8 +259,10 @@ impl<T: RawDeviceId + 'static, U: 'static> IdTable<T, U> {
     /// assert_eq!(TABLE.info(0), Some(&10));
     /// ```
     pub const fn new<const N: usize>(ids: &'static IdArray<T, N>, info: &'static [U; N]) -> Self {
-        // INVARIANT: `ids.ids` is the `ids` field of an `IdArray`, and both have `N` entries.
+        // INVARIANT: `raw` comes from the whole `IdArray`, `ids.ids` is its `ids` field, and
+        // both `ids.ids` and `info` have `N` entries.
         Self {
+            raw: ids.as_ptr(),
             ids: &ids.ids,
             info,
         }
@@ -277,9 +282,48 @@ impl<T: RawDeviceId + 'static, U: 'static> IdTable<T, U> {
     /// static IDS: IdArray<MyId, 1> = IdArray::new([MyId { key: 1, data: 0 }]);
     /// const TABLE: IdTable<MyId, ()> = IdTable::new(&IDS, &[()]);
     /// assert_eq!(TABLE.as_ptr(), IDS.as_ptr());
+    /// // SAFETY: The pointer covers the whole array: the entry and the sentinel after it.
+    /// let sentinel = unsafe { &*TABLE.as_ptr().add(1) };
+    /// assert_eq!((sentinel.key, sentinel.data), (0, 0));
     /// ```
     pub const fn as_ptr(&self) -> *const T {
-        self.ids.as_ptr()
+        self.raw
+    }
+
+    /// Returns the index of the entry `id` points to, or [`None`] if it points to no entry of
+    /// this table (null, the sentinel, or an id elsewhere, e.g. a copy).
+    ///
+    /// Buses use it on the id the C side matched: only an entry of the table says which info
+    /// goes with it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use kernel::device_id::{IdArray, IdTable, RawDeviceId};
+    /// # #[repr(C)] #[derive(Clone, Copy)] struct MyId { key: u32, data: usize }
+    /// # // SAFETY: `MyId` is `repr(C)`, all-zero is valid, `data` is a `usize`.
+    /// # unsafe impl RawDeviceId for MyId {
+    /// #     const DRIVER_DATA_OFFSET: usize = core::mem::offset_of!(MyId, data);
+    /// # }
+    /// static IDS: IdArray<MyId, 2> =
+    ///     IdArray::new([MyId { key: 1, data: 0 }, MyId { key: 2, data: 0 }]);
+    /// const TABLE: IdTable<MyId, ()> = IdTable::new(&IDS, &[(), ()]);
+    /// assert_eq!(TABLE.index_of(&TABLE.ids()[1]), Some(1));
+    /// assert_eq!(TABLE.index_of(TABLE.as_ptr().wrapping_add(2)), None); // the sentinel
+    /// let copy = TABLE.ids()[0];
+    /// assert_eq!(TABLE.index_of(&copy), None);
+    /// assert_eq!(TABLE.index_of(core::ptr::null()), None);
+    /// // Not on an entry's boundary: not an entry.
+    /// assert_eq!(TABLE.index_of(TABLE.as_ptr().cast::<u8>().wrapping_add(1).cast()), None);
+    /// ```
+    pub fn index_of(&self, id: *const T) -> Option<usize> {
+        let size = core::mem::size_of::<T>();
+        // Addresses only: `id` may point anywhere, and is not dereferenced.
+        let offset = (id as usize).checked_sub(self.raw as usize)?;
+        if size == 0 || offset % size != 0 || offset / size >= self.ids.len() {
+            return None;
+        }
+        Some(offset / size)
     }
 
     /// Returns the ids, without the sentinel.

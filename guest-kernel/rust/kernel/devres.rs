@@ -8,12 +8,16 @@ use crate::prelude::*;
 use crate::{
     alloc::{flags::GFP_KERNEL, Flags},
     bindings,
-    device::Device,
-    error::{code::ENOMEM, Result},
+    device::{Bound, Device},
+    error::{
+        code::{EINVAL, ENODEV, ENOMEM, ENXIO},
+        Result,
+    },
     ffi::{c_int, c_void},
     init::InPlaceInit,
+    new_condvar, new_mutex,
     revocable::{Revocable, RevocableGuard},
-    sync::{rcu, Arc},
+    sync::{rcu, Arc, CondVar, Mutex},
     types::{ARef, ForeignOwnable},
 };
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -21,7 +25,8 @@ use core::sync::atomic::{AtomicBool, Ordering};
 /// State of one binding of a device to a driver, shared by the [`Devres`] made during it.
 ///
 /// Bus adapters call [`binding_begin`] before a driver's probe and [`binding_end`] after its
-/// remove (or failed probe). Ending the binding refuses access to every `Devres` of the binding
+/// remove (or failed probe); a bus that hands out [`Device<Bound>`] must do so, since a
+/// [`Devres`] can only be made within a binding. Ending the binding refuses access to every `Devres` of the binding
 /// at once and waits for one RCU grace period; the devres release functions that run next drop
 /// their values without waiting again. So unbinding costs one grace period, not one per
 /// resource.
@@ -150,44 +155,84 @@ pub(crate) fn binding_end(dev: &Device) {
     }
 }
 
+/// Signals that a [`Devres`] value was dropped, for whichever of its drop and its release did
+/// not drop it itself.
+#[pin_data]
+struct Dropped {
+    #[pin]
+    done: Mutex<bool>,
+    #[pin]
+    cv: CondVar,
+}
+
+impl Dropped {
+    fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            done <- new_mutex!(false),
+            cv <- new_condvar!(),
+        })
+    }
+
+    fn signal(&self) {
+        *self.done.lock() = true;
+        self.cv.notify_all();
+    }
+
+    fn wait(&self) {
+        let mut done = self.done.lock();
+        while !*done {
+            self.cv.wait(&mut done);
+        }
+    }
+}
+
 #[pin_data]
 struct DevresInner<T> {
     dev: ARef<Device>,
-    binding: Option<Arc<Binding>>,
+    binding: Arc<Binding>,
     #[pin]
     data: Revocable<T>,
+    #[pin]
+    dropped: Dropped,
 }
 
 impl<T> DevresInner<T> {
-    /// Whether the binding (if any) still allows access; call inside an RCU critical section.
-    #[inline]
-    fn bound(&self) -> bool {
-        self.binding
-            .as_ref()
-            .map_or(true, |b| b.bound.load(Ordering::Relaxed))
+    /// Drops the value unless the other side (drop or release) already did, in which case it
+    /// waits until that side's destructor has finished; `revoke` does the dropping and says
+    /// whether this call did it.
+    fn revoke_or_wait(&self, revoke: impl FnOnce(&Revocable<T>) -> bool) {
+        if revoke(&self.data) {
+            self.dropped.signal();
+        } else {
+            self.dropped.wait();
+        }
     }
 }
+
+/// The release function of a devres entry holding a `DevresInner<T>`.
+type ReleaseFn = unsafe extern "C" fn(*mut bindings::device, *mut c_void);
 
 /// A value that lives at most as long as a device stays bound to its driver.
 ///
 /// The value is revoked (dropped, after in-flight accesses end) when the device is unbound, or
-/// when the `Devres` is dropped, whichever comes first. Until then [`Devres::try_access`] gives
-/// access to it; afterwards it returns [`None`]. This is how a driver keeps, say, a mapped BAR
-/// that it can no longer touch once the device is gone.
+/// when the `Devres` is dropped, whichever comes first; neither returns before the value's
+/// destructor has finished, even when they race. Until then [`Devres::access`] (with the bound
+/// device at hand) and [`Devres::try_access`] (from anywhere) give access to it. This is how a
+/// driver keeps, say, a mapped BAR that it can no longer touch once the device is gone.
 ///
-/// On unbind the driver core calls a devres release function registered here, which revokes the
-/// value. When the bus adapter tracks the binding (PCI does), access to all `Devres` of the
-/// device was already refused after the driver's `remove`, with a single RCU grace period for
-/// all of them, and the values are dropped in the usual devres order without waiting again;
-/// otherwise each revocation waits for its own grace period. Dropping the `Devres` first removes
-/// that devres entry and drops the value without waiting at all: owning the `Devres` means no
-/// access is in flight.
+/// A `Devres` can only be made for a bound device ([`Device<Bound>`]), and belongs to that one
+/// binding: once it ends, the value is gone, even if the device is bound again later.
+///
+/// On unbind, access to all `Devres` of the binding is refused after the driver's `remove`, with
+/// a single RCU grace period for all of them, and the devres release functions then drop the
+/// values without waiting again. Dropping the `Devres` first removes its devres entry and drops
+/// the value without waiting at all: owning the `Devres` means no access is in flight.
 ///
 /// # Invariants
 ///
-/// `node` is the address of the devres entry of `inner.dev` that holds `foreign` (a reference to
-/// `inner` made by `Arc::into_foreign`), while that entry is registered; the entry's release
-/// function is `devres_release::<T>`.
+/// `node_data` is the foreign pointer (a reference to `inner` made by `Arc::into_foreign`) held by
+/// a devres entry of `inner.dev` whose release function is `release`, until that entry is removed
+/// by `drop` or released; `inner.binding` is the binding during which it was made.
 ///
 /// # Examples
 ///
@@ -201,9 +246,148 @@ impl<T> DevresInner<T> {
 ///     Ok(io.readl(0))
 /// }
 /// ```
+///
+/// A work item drops a `Devres` while the device is being unbound (on `pci-testdev`): whichever
+/// side gets to the value first drops it, once, and neither the unbind nor the work item's drop
+/// returns before that destructor has finished. The value sleeps while it is dropped, so the
+/// other side runs meanwhile whatever CPU it is on. Rounds alternate who goes first: the work
+/// item (a `Trigger` released first at unbind lets it go and waits until its drop has begun), or
+/// the unbind (the work item waits until the release's drop has begun). Results are recorded
+/// where they are seen and asserted by the test thread.
+///
+/// ```
+/// use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
+/// use kernel::{
+///     c_str, devres::Devres, driver::Registration, new_condvar, new_mutex, pci,
+///     sync::{Arc, CondVar, Mutex},
+///     time::{ktime_ms_delta, msecs_to_jiffies, Ktime},
+///     types::ForeignOwnable,
+///     workqueue,
+/// };
+///
+/// static DROPS: AtomicU32 = AtomicU32::new(0);
+/// static WORKER_FIRST: AtomicBool = AtomicBool::new(false);
+/// static SHARED: AtomicPtr<core::ffi::c_void> = AtomicPtr::new(core::ptr::null_mut());
+/// static STASH: AtomicPtr<core::ffi::c_void> = AtomicPtr::new(core::ptr::null_mut());
+///
+/// #[derive(Default)]
+/// struct State {
+///     go: bool,
+///     in_drop: bool,
+///     drops_seen_by_worker: Option<u32>,
+/// }
+///
+/// #[pin_data]
+/// struct Shared {
+///     #[pin]
+///     state: Mutex<State>,
+///     #[pin]
+///     cv: CondVar,
+/// }
+///
+/// impl Shared {
+///     fn update(&self, f: impl FnOnce(&mut State)) {
+///         f(&mut self.state.lock());
+///         self.cv.notify_all();
+///     }
+///     fn wait_until(&self, f: impl Fn(&State) -> bool) {
+///         let mut s = self.state.lock();
+///         while !f(&s) {
+///             self.cv.wait(&mut s);
+///         }
+///     }
+///     fn sleep_ms(&self, ms: i64) {
+///         let start = Ktime::ktime_get();
+///         let mut s = self.state.lock();
+///         while ktime_ms_delta(Ktime::ktime_get(), start) < ms {
+///             let _ = self.cv.wait_interruptible_timeout(&mut s, msecs_to_jiffies(1));
+///         }
+///     }
+/// }
+///
+/// fn shared() -> Arc<Shared> {
+///     // SAFETY: The test thread keeps the reference in `SHARED` alive for the whole round.
+///     unsafe { Arc::<Shared>::borrow(SHARED.load(Ordering::SeqCst)) }.into()
+/// }
+///
+/// /// Sleeps 5 ms while it is dropped.
+/// struct Slow(Arc<Shared>);
+/// impl Drop for Slow {
+///     fn drop(&mut self) {
+///         self.0.update(|s| s.in_drop = true);
+///         self.0.sleep_ms(5);
+///         DROPS.fetch_add(1, Ordering::SeqCst);
+///     }
+/// }
+///
+/// /// Released at unbind before `Slow`'s entry (devres is last in, first out).
+/// struct Trigger(Arc<Shared>);
+/// impl Drop for Trigger {
+///     fn drop(&mut self) {
+///         self.0.update(|s| s.go = true);
+///         if WORKER_FIRST.load(Ordering::SeqCst) {
+///             self.0.wait_until(|s| s.in_drop);
+///         }
+///     }
+/// }
+///
+/// struct Racer;
+/// kernel::pci_device_table!(RACER_IDS, (), [(pci::DeviceId::from_id(0x1b36, 0x0005), ())]);
+/// impl pci::Driver for Racer {
+///     type IdInfo = ();
+///     const ID_TABLE: pci::IdTable<()> = RACER_IDS;
+///     type Data = ();
+///     fn probe(pdev: &pci::Device<pci::Core>, _info: &()) -> Result {
+///         let slow = KBox::new(Devres::new(pdev.as_ref(), Slow(shared()), GFP_KERNEL)?, GFP_KERNEL)?;
+///         STASH.store(slow.into_foreign().cast_mut(), Ordering::SeqCst);
+///         Devres::new_foreign_owned(pdev.as_ref(), Trigger(shared()), GFP_KERNEL)
+///     }
+/// }
+///
+/// // SAFETY: Built-in code has no module of its own; null is what it uses.
+/// static MODULE: ThisModule = unsafe { ThisModule::from_ptr(core::ptr::null_mut()) };
+///
+/// for round in 0..6u32 {
+///     let worker_first = round % 2 == 0;
+///     WORKER_FIRST.store(worker_first, Ordering::SeqCst);
+///     DROPS.store(0, Ordering::SeqCst);
+///     let sh = Arc::pin_init(
+///         pin_init!(Shared { state <- new_mutex!(State::default()), cv <- new_condvar!() }),
+///         GFP_KERNEL,
+///     )?;
+///     SHARED.store(sh.clone().into_foreign().cast_mut(), Ordering::SeqCst);
+///     let reg = KBox::pin_init(
+///         Registration::<pci::Adapter<Racer>>::new(c_str!("rust_doctest_devres_race"), &MODULE),
+///         GFP_KERNEL,
+///     )?;
+///     let w = sh.clone();
+///     workqueue::system().try_spawn(GFP_KERNEL, move || {
+///         w.wait_until(|s| s.go);
+///         if !worker_first {
+///             w.wait_until(|s| s.in_drop);
+///         }
+///         // SAFETY: The probe stored this reference with `into_foreign`; taken back only here.
+///         drop(unsafe {
+///             KBox::<Devres<Slow>>::from_foreign(STASH.swap(core::ptr::null_mut(), Ordering::SeqCst))
+///         });
+///         w.update(|s| s.drops_seen_by_worker = Some(DROPS.load(Ordering::SeqCst)));
+///     })?;
+///     drop(reg); // unbinds, racing the work item's drop
+///     // The unbind returned after the value was dropped (the round shows in a failure).
+///     assert_eq!((round, DROPS.load(Ordering::SeqCst)), (round, 1));
+///     sh.wait_until(|s| s.drops_seen_by_worker.is_some());
+///     // So did the work item's drop.
+///     assert_eq!((round, sh.state.lock().drops_seen_by_worker), (round, Some(1)));
+///     assert_eq!(DROPS.load(Ordering::SeqCst), 1);
+///     // SAFETY: Stored above with `into_foreign`; nothing uses it any more.
+///     drop(unsafe { Arc::<Shared>::from_foreign(SHARED.swap(core::ptr::null_mut(), Ordering::SeqCst)) });
+/// }
+/// # Ok::<(), Error>(())
+/// ```
 pub struct Devres<T: Send + 'static> {
     inner: Arc<DevresInner<T>>,
-    foreign: usize,
+    node_data: usize,
+    release: ReleaseFn,
 }
 
 /// The devres release function: the device is being unbound (or released).
@@ -219,15 +403,14 @@ unsafe extern "C" fn devres_release<T: Send + 'static>(
     // `Arc::into_foreign`; the driver core removed the entry from the device's list before calling
     // this, so no one else will take this reference again.
     let inner = unsafe { Arc::<DevresInner<T>>::from_foreign(*res.cast::<*const c_void>()) };
-    match &inner.binding {
-        Some(binding) if binding.synced.load(Ordering::Acquire) => {
-            // SAFETY: Every access to `inner.data` goes through `Devres::try_access*`, which
-            // checks `binding.bound` in the same RCU critical section; `synced` means `bound`
-            // was cleared and a grace period has elapsed since, so no access is in progress or
-            // can start.
-            unsafe { inner.data.revoke_nosync() };
-        }
-        _ => inner.data.revoke(),
+    if inner.binding.synced.load(Ordering::Acquire) {
+        // SAFETY: Every access to `inner.data` goes through `Devres::try_access*`, which checks
+        // `binding.bound` in the same RCU critical section, or `Devres::access`, which needs the
+        // binding alive; `synced` means `bound` was cleared and a grace period has elapsed
+        // since, so no access is in progress or can start.
+        inner.revoke_or_wait(|data| unsafe { data.revoke_nosync() });
+    } else {
+        inner.revoke_or_wait(Revocable::revoke);
     }
 }
 
@@ -247,51 +430,65 @@ unsafe extern "C" fn devres_match(
 }
 
 impl<T: Send + 'static> Devres<T> {
-    fn register(dev: &Device, data: T, flags: Flags) -> Result<(Arc<DevresInner<T>>, usize)> {
+    /// Adds a devres entry for `data` to `dev`; returns the value's state, the entry's foreign
+    /// pointer (a reference to that state) and the entry's release function.
+    fn register(
+        dev: &Device<Bound>,
+        data: T,
+        flags: Flags,
+    ) -> Result<(Arc<DevresInner<T>>, *const c_void, ReleaseFn)> {
+        // A bound device has a binding that has not ended; `ENODEV` if its bus keeps none.
+        let binding = find_binding(dev).ok_or(ENODEV)?;
+        if !binding.bound.load(Ordering::Relaxed) {
+            return Err(ENODEV);
+        }
         let inner = Arc::pin_init(
             pin_init!(DevresInner {
-                dev: dev.into(),
-                binding: find_binding(dev),
+                dev: ARef::from(&**dev),
+                binding,
                 data <- Revocable::new(data),
+                dropped <- Dropped::new(),
             }),
             flags,
         )?;
-        let node = PointerNode::alloc(devres_release::<T>, c"rust_devres", flags)?;
-        let foreign = inner.clone().into_foreign();
-        // SAFETY: `devres_release::<T>` takes back the `Arc<DevresInner<T>>` reference stored by
+        let release: ReleaseFn = devres_release::<T>;
+        let node = PointerNode::alloc(release, c"rust_devres", flags)?;
+        let node_data = inner.clone().into_foreign();
+        // SAFETY: `release` takes back the `Arc<DevresInner<T>>` reference stored by
         // `into_foreign`.
-        unsafe { node.add(dev, foreign) };
-        Ok((inner, foreign as usize))
+        unsafe { node.add(dev, node_data) };
+        Ok((inner, node_data, release))
     }
 
-    /// Ties `data` to the binding of `dev`: it is dropped on unbind or when the returned object
-    /// is dropped, whichever is first.
-    ///
-    /// Should be called while `dev` is bound (e.g. in probe); if it never gets bound, the value
-    /// lives until the device is released or the `Devres` is dropped.
+    /// Ties `data` to the current binding of `dev`: it is dropped when that binding ends or
+    /// when the returned object is dropped, whichever is first.
     ///
     /// # Examples
     ///
     /// ```
-    /// # use kernel::{devres::Devres, device::Device};
-    /// fn keep(dev: &Device) -> Result<Devres<KVec<u8>>> {
+    /// # use kernel::{devres::Devres, device::{Bound, Device}};
+    /// fn keep(dev: &Device<Bound>) -> Result<Devres<KVec<u8>>> {
     ///     Devres::new(dev, KVec::with_capacity(64, GFP_KERNEL)?, GFP_KERNEL)
     /// }
     /// ```
-    pub fn new(dev: &Device, data: T, flags: Flags) -> Result<Self> {
-        let (inner, foreign) = Self::register(dev, data, flags)?;
-        // INVARIANT: `register` added the entry holding `foreign` to `dev`.
-        Ok(Self { inner, foreign })
+    pub fn new(dev: &Device<Bound>, data: T, flags: Flags) -> Result<Self> {
+        let (inner, node_data, release) = Self::register(dev, data, flags)?;
+        // INVARIANT: `register` added the entry holding `node_data`, released by `release`.
+        Ok(Self {
+            inner,
+            node_data: node_data as usize,
+            release,
+        })
     }
 
     /// Like [`Devres::new`], but leaves ownership to the device: the value is dropped when the
-    /// device is unbound (or released), and there is no handle to access it.
+    /// binding ends, and there is no handle to access it.
     ///
     /// # Examples
     ///
     /// ```
-    /// # use kernel::{devres::Devres, device::Device};
-    /// fn log_on_unbind(dev: &Device) -> Result {
+    /// # use kernel::{devres::Devres, device::{Bound, Device}};
+    /// fn log_on_unbind(dev: &Device<Bound>) -> Result {
     ///     struct Bye;
     ///     impl Drop for Bye {
     ///         fn drop(&mut self) {
@@ -301,14 +498,48 @@ impl<T: Send + 'static> Devres<T> {
     ///     Devres::new_foreign_owned(dev, Bye, GFP_KERNEL)
     /// }
     /// ```
-    pub fn new_foreign_owned(dev: &Device, data: T, flags: Flags) -> Result {
+    pub fn new_foreign_owned(dev: &Device<Bound>, data: T, flags: Flags) -> Result {
         // Only the devres entry keeps a reference; ours is dropped here.
         Self::register(dev, data, flags).map(|_| ())
     }
 
+    /// Returns the value, given the device it belongs to, bound: no RCU, no atomic
+    /// read-modify-write, as cheap as a field access and a comparison.
+    ///
+    /// `EINVAL` if `dev` is not the device of this `Devres`; `ENXIO` if the binding this
+    /// `Devres` was made in has ended (the device was unbound and bound again since).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use kernel::{devres::Devres, device::{Bound, Device}};
+    /// fn len(dev: &Device<Bound>, v: &Devres<KVec<u8>>) -> Result<usize> {
+    ///     Ok(v.access(dev)?.len())
+    /// }
+    /// ```
+    #[inline]
+    pub fn access<'a>(&'a self, dev: &'a Device<Bound>) -> Result<&'a T> {
+        if !core::ptr::eq(dev.as_raw(), self.inner.dev.as_raw()) {
+            return Err(EINVAL);
+        }
+        // Relaxed: our binding is either the one `dev` guarantees for `'a`, which cannot end
+        // before `'a` does, or one that ended before the current binding began, which the
+        // driver core's device lock ordered before this.
+        if !self.inner.binding.bound.load(Ordering::Relaxed) {
+            return Err(ENXIO);
+        }
+        // SAFETY: The binding this `Devres` was made in is the current one and lasts at least
+        // for `'a`, so the release function (which runs after it ended) cannot revoke the value
+        // during `'a`; nor can `drop`, since `self` is borrowed for `'a`. So the value is
+        // available for `'a`.
+        Ok(unsafe { self.inner.data.access_unchecked() })
+    }
+
     /// Returns a guard giving access to the value, or [`None`] once it has been revoked.
     ///
-    /// The guard holds an RCU read-side critical section: do not sleep while holding it.
+    /// For code that only holds the `Devres` (a worker, say): the guard holds an RCU read-side
+    /// critical section, so do not sleep while holding it. With the bound device at hand,
+    /// [`Devres::access`] is cheaper.
     ///
     /// # Examples
     ///
@@ -321,7 +552,7 @@ impl<T: Send + 'static> Devres<T> {
     #[inline]
     pub fn try_access(&self) -> Option<RevocableGuard<'_, T>> {
         let rcu = rcu::read_lock();
-        if !self.inner.bound() {
+        if !self.inner.binding.bound.load(Ordering::Relaxed) {
             return None;
         }
         self.inner.data.try_access_in(rcu)
@@ -341,7 +572,7 @@ impl<T: Send + 'static> Devres<T> {
     /// ```
     #[inline]
     pub fn try_access_with_guard<'a>(&'a self, guard: &'a rcu::Guard) -> Option<&'a T> {
-        if !self.inner.bound() {
+        if !self.inner.binding.bound.load(Ordering::Relaxed) {
             return None;
         }
         self.inner.data.try_access_with_guard(guard)
@@ -364,33 +595,40 @@ impl<T: Send + 'static> Devres<T> {
 
 impl<T: Send + 'static> Drop for Devres<T> {
     fn drop(&mut self) {
-        // SAFETY: The device is valid (we hold a reference), and the entries with release function
-        // `devres_release::<T>` are ours, so `devres_match` may look at them. `devres_remove`
-        // takes the entry off the device's list under its devres lock and returns it, or returns
-        // null if the release path took it first.
-        let node = unsafe {
-            bindings::devres_remove(
-                self.inner.dev.as_raw(),
-                Some(devres_release::<T>),
-                Some(devres_match),
-                self.foreign as *mut c_void,
-            )
-        };
-        if node.is_null() {
-            // The release path owns the entry's reference and revokes, waiting for readers; ours
-            // goes away with `self.inner`.
-            return;
-        }
-        // SAFETY: The entry is ours again (off the list) and holds the `foreign` reference, which
-        // we take back; the entry is then freed without calling its release function.
-        unsafe {
-            drop(Arc::<DevresInner<T>>::from_foreign(
-                self.foreign as *const c_void,
-            ));
-            bindings::devres_free(node);
-        }
-        // SAFETY: We own the `Devres`, so no guard of its revocable exists (guards borrow
-        // `self`), and with the entry gone nothing else can reach the value.
-        unsafe { self.inner.data.revoke_nosync() };
+        // Whichever of this drop and the entry's release revokes first drops the value; the
+        // other waits until that destructor has finished.
+        self.inner.revoke_or_wait(|data| {
+            // SAFETY: We own the `Devres`, so no guard of its revocable exists (guards borrow
+            // `self`) and none can be made: no access is in flight.
+            if !unsafe { data.revoke_nosync() } {
+                return false;
+            }
+            // The value is gone; take our entry off the device before the others learn it (the
+            // release, if it runs meanwhile, waits), so that no entry of ours is left behind.
+            // SAFETY: The device is valid (we hold a reference); `release` is the release
+            // function the entry was made with, so `devres_match` only looks at our entries.
+            // `devres_remove` takes the entry off the list under the devres lock, or returns
+            // null if the release path took it first.
+            let node = unsafe {
+                bindings::devres_remove(
+                    self.inner.dev.as_raw(),
+                    Some(self.release),
+                    Some(devres_match),
+                    self.node_data as *mut c_void,
+                )
+            };
+            if !node.is_null() {
+                // SAFETY: The entry is ours again (off the list) and holds the `node_data`
+                // reference, which we take back; the entry is then freed without calling its
+                // release function.
+                unsafe {
+                    drop(Arc::<DevresInner<T>>::from_foreign(
+                        self.node_data as *const c_void,
+                    ));
+                    bindings::devres_free(node);
+                }
+            }
+            true
+        });
     }
 }

@@ -14,9 +14,11 @@
 //! # Examples
 //!
 //! A driver for QEMU's `pci-testdev` (1b36:0005). Registering it binds the device if there is
-//! one (start QEMU with `-device pci-testdev`; this test expects it); its probe gets the info of
-//! the entry that matched, maps BAR 0 and keeps it; unbinding revokes the mapping, and the region
-//! is free again for the next bind.
+//! one (start QEMU with `-device pci-testdev`; this test expects it). Its probe gets the info of
+//! the entry that matched and a `&Device<Core>`, maps BAR 0 and keeps it; unbinding revokes the
+//! mapping, and the region is free again for the next bind. A mapping kept from the first binding
+//! is refused in the second. Probe only records what it saw: the test thread asserts (a failed
+//! assert in a bus callback would not fail the test).
 //!
 //! ```
 //! use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
@@ -31,8 +33,16 @@
 //!
 //! static PROBED_INFO: AtomicU32 = AtomicU32::new(0);
 //! static REMOVED: AtomicU32 = AtomicU32::new(0);
+//! // Bit `n` set: check `n` of a bus callback failed.
+//! static FAILED: AtomicU32 = AtomicU32::new(0);
 //! // The probe leaves a reference to its BAR here so the test can try it after unbind.
 //! static STASH: AtomicPtr<core::ffi::c_void> = AtomicPtr::new(core::ptr::null_mut());
+//!
+//! fn check(n: u32, ok: bool) {
+//!     if !ok {
+//!         FAILED.fetch_or(1 << n, Ordering::SeqCst);
+//!     }
+//! }
 //!
 //! struct TestDriver;
 //!
@@ -46,27 +56,36 @@
 //!     const ID_TABLE: pci::IdTable<u32> = TEST_TABLE;
 //!     type Data = Arc<Devres<Bar<16>>>;
 //!
-//!     fn probe(pdev: &pci::Device, info: &u32) -> Result<Self::Data> {
+//!     fn probe(pdev: &pci::Device<pci::Core>, info: &u32) -> Result<Self::Data> {
 //!         kernel::dev_info!(pdev, "probe {:04x}:{:04x} info {}\n",
 //!                           pdev.vendor_id(), pdev.device_id(), info);
 //!         PROBED_INFO.store(*info, Ordering::SeqCst);
 //!         pdev.enable_device_mem()?;
 //!         pdev.set_master();
-//!         // BAR 1 is an I/O port BAR: refused.
-//!         assert_eq!(pdev.iomap_region(1, c_str!("rust_doctest_pci")).err(), Some(EINVAL));
+//!         // BAR 1 is an I/O port BAR, and BAR 0 is smaller than 64 KiB: both refused.
+//!         check(0, pdev.iomap_region(1, c_str!("rust_doctest_pci")).err() == Some(EINVAL));
+//!         check(1, pdev.iomap_region_sized::<0x10000>(0, c_str!("rust_doctest_pci")).err()
+//!                  == Some(EINVAL));
+//!         // Map, drop, map again: dropping the `Devres` released the region at once.
+//!         drop(pdev.iomap_region(0, c_str!("rust_doctest_pci"))?);
 //!         let bar = Arc::new(pdev.iomap_region_sized::<16>(0, c_str!("rust_doctest_pci"))?,
 //!                            GFP_KERNEL)?;
-//!         let io = bar.try_access().ok_or(ENXIO)?;
-//!         assert!(io.maxsize() >= 16);
+//!         let io = bar.access(pdev.as_ref())?; // no RCU: the device is bound while `pdev` is borrowed
+//!         check(2, io.maxsize() >= 16);
 //!         let _ = io.readl(0); // a build-time checked access
-//!         assert_eq!(io.try_readl(io.maxsize()), Err(EINVAL));
-//!         drop(io);
-//!         STASH.store(bar.clone().into_foreign().cast_mut(), Ordering::SeqCst);
+//!         check(3, io.try_readl(io.maxsize()) == Err(EINVAL));
+//!         let old = STASH.swap(bar.clone().into_foreign().cast_mut(), Ordering::SeqCst);
+//!         if !old.is_null() {
+//!             // SAFETY: The first binding stored this reference with `Arc::into_foreign`.
+//!             let old = unsafe { Arc::<Devres<Bar<16>>>::from_foreign(old) };
+//!             // A mapping of the first binding: refused although the device is bound again.
+//!             check(4, old.access(pdev.as_ref()).err() == Some(ENXIO) && old.try_access().is_none());
+//!         }
 //!         Ok(bar)
 //!     }
 //!
-//!     fn remove(pdev: &pci::Device, data: &Self::Data) {
-//!         assert!(data.try_access().is_some());
+//!     fn remove(pdev: &pci::Device<pci::Core>, data: &Self::Data) {
+//!         check(5, data.access(pdev.as_ref()).is_ok());
 //!         kernel::dev_dbg!(pdev, "remove\n");
 //!         REMOVED.fetch_add(1, Ordering::SeqCst);
 //!     }
@@ -84,13 +103,14 @@
 //!     assert_eq!(PROBED_INFO.swap(0, Ordering::SeqCst), 2);
 //!     drop(reg); // unbinds
 //!     assert_eq!(REMOVED.load(Ordering::SeqCst), round);
-//!     // SAFETY: The probe stored a reference made by `Arc::into_foreign`, taken back only here.
-//!     let bar = unsafe {
-//!         Arc::<Devres<Bar<16>>>::from_foreign(STASH.swap(core::ptr::null_mut(), Ordering::SeqCst))
-//!     };
-//!     // Unbinding revoked the mapping although a reference to it survives.
-//!     assert!(bar.try_access().is_none());
+//!     assert_eq!(FAILED.load(Ordering::SeqCst), 0);
 //! }
+//! // SAFETY: The second probe stored a reference made by `Arc::into_foreign`, taken back here.
+//! let bar = unsafe {
+//!     Arc::<Devres<Bar<16>>>::from_foreign(STASH.swap(core::ptr::null_mut(), Ordering::SeqCst))
+//! };
+//! // Unbinding revoked the mapping although a reference to it survives.
+//! assert!(bar.try_access().is_none());
 //! # Ok::<(), Error>(())
 //! ```
 //!
@@ -98,7 +118,7 @@
 //! beyond the failed probe is revoked, and its region is free again for the next probe.
 //!
 //! ```
-//! use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+//! use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 //! use kernel::{
 //!     c_str,
 //!     devres::Devres,
@@ -109,6 +129,7 @@
 //! };
 //!
 //! static PROBES: AtomicU32 = AtomicU32::new(0);
+//! static BUSY_ERRNO: AtomicBool = AtomicBool::new(false);
 //! static STASH: AtomicPtr<core::ffi::c_void> = AtomicPtr::new(core::ptr::null_mut());
 //!
 //! struct Failing;
@@ -120,12 +141,13 @@
 //!     const ID_TABLE: pci::IdTable<()> = FAILING_IDS;
 //!     type Data = ();
 //!
-//!     fn probe(pdev: &pci::Device, _info: &()) -> Result {
+//!     fn probe(pdev: &pci::Device<pci::Core>, _info: &()) -> Result {
 //!         PROBES.fetch_add(1, Ordering::SeqCst);
 //!         pdev.enable_device_mem()?;
 //!         let bar = pdev.iomap_region_sized::<16>(0, c_str!("rust_doctest_pci_fail"))?;
 //!         // The region is taken: the C errno comes back unchanged.
-//!         assert_eq!(pdev.iomap_region(0, c_str!("rust_doctest_pci_fail")).err(), Some(EBUSY));
+//!         let again = pdev.iomap_region(0, c_str!("rust_doctest_pci_fail"));
+//!         BUSY_ERRNO.store(again.err() == Some(EBUSY), Ordering::SeqCst);
 //!         let bar = Arc::new(bar, GFP_KERNEL)?;
 //!         STASH.store(bar.into_foreign().cast_mut(), Ordering::SeqCst);
 //!         Err(ENODEV)
@@ -143,6 +165,7 @@
 //!     )?;
 //!     // The second round could map BAR 0 again: the first released it.
 //!     assert_eq!(PROBES.load(Ordering::SeqCst), round);
+//!     assert!(BUSY_ERRNO.swap(false, Ordering::SeqCst));
 //!     // SAFETY: The probe stored a reference made by `Arc::into_foreign`, taken back only here.
 //!     let bar = unsafe {
 //!         Arc::<Devres<Bar<16>>>::from_foreign(STASH.swap(core::ptr::null_mut(), Ordering::SeqCst))
@@ -152,10 +175,63 @@
 //! }
 //! # Ok::<(), Error>(())
 //! ```
+//!
+//! A device bound through `driver_override` to a driver none of whose entries describes it: the
+//! PCI core matches it with a catch-all id, which carries no info of ours, so the bind is refused
+//! with `ENODEV` and probe never runs (it would otherwise get some other entry's info).
+//!
+//! ```
+//! use core::sync::atomic::{AtomicU32, Ordering};
+//! use kernel::{bindings, c_str, driver::Registration, pci};
+//!
+//! static PROBES: AtomicU32 = AtomicU32::new(0);
+//!
+//! struct Other;
+//!
+//! kernel::pci_device_table!(OTHER_IDS, u32, [(pci::DeviceId::from_id(0x1af4, 0x7ffe), 7)]);
+//!
+//! impl pci::Driver for Other {
+//!     type IdInfo = u32;
+//!     const ID_TABLE: pci::IdTable<u32> = OTHER_IDS;
+//!     type Data = ();
+//!
+//!     fn probe(_pdev: &pci::Device<pci::Core>, _info: &u32) -> Result {
+//!         PROBES.fetch_add(1, Ordering::SeqCst);
+//!         Ok(())
+//!     }
+//! }
+//!
+//! // SAFETY: Built-in code has no module of its own; null is what it uses.
+//! static MODULE: ThisModule = unsafe { ThisModule::from_ptr(core::ptr::null_mut()) };
+//!
+//! let name = c_str!("rust_doctest_pci_override");
+//! // SAFETY: Looks up pci-testdev and takes a reference to it, put back below.
+//! let testdev = unsafe {
+//!     bindings::pci_get_device(0x1b36, 0x0005, core::ptr::null_mut())
+//! };
+//! assert!(!testdev.is_null());
+//! // SAFETY: `testdev` is a valid `pci_dev` we hold a reference to; `s` is NUL-terminated.
+//! let set = |s: &kernel::str::CStr| unsafe {
+//!     bindings::__device_set_driver_override(
+//!         core::ptr::addr_of_mut!((*testdev).dev),
+//!         s.as_char_ptr(),
+//!         s.len(),
+//!     )
+//! };
+//! assert_eq!(set(name), 0);
+//! let reg = KBox::pin_init(Registration::<pci::Adapter<Other>>::new(name, &MODULE), GFP_KERNEL)?;
+//! assert_eq!(PROBES.load(Ordering::SeqCst), 0);
+//! drop(reg);
+//! assert_eq!(set(c_str!("")), 0); // clears the override
+//! // SAFETY: Puts back the reference taken above.
+//! unsafe { bindings::pci_dev_put(testdev) };
+//! # Ok::<(), Error>(())
+//! ```
 
 use crate::{
     alloc::flags::GFP_KERNEL,
-    bindings, device,
+    bindings,
+    device::{self, DeviceContext},
     device_id::{self, RawDeviceId},
     devres::Devres,
     driver,
@@ -170,6 +246,8 @@ use crate::{
     ThisModule,
 };
 use core::{marker::PhantomData, ops::Deref, ptr::NonNull};
+
+pub use crate::device::{Bound, Core, Normal};
 
 /// Matches any vendor, device, subvendor or subdevice (C's `PCI_ANY_ID`).
 ///
@@ -339,7 +417,7 @@ macro_rules! pci_device_table {
 ///     const ID_TABLE: pci::IdTable<()> = NOP_IDS;
 ///     type Data = ();
 ///
-///     fn probe(_pdev: &pci::Device, _info: &()) -> Result {
+///     fn probe(_pdev: &pci::Device<pci::Core>, _info: &()) -> Result {
 ///         Ok(())
 ///     }
 /// }
@@ -358,11 +436,11 @@ pub trait Driver {
     ///
     /// Returning an error fails the bind with that error's errno; what was set up through
     /// [`Devres`] or [`Device::enable_device_mem`] is undone.
-    fn probe(pdev: &Device, info: &Self::IdInfo) -> Result<Self::Data>;
+    fn probe(pdev: &Device<Core>, info: &Self::IdInfo) -> Result<Self::Data>;
 
     /// Unbinds the driver from `pdev` (the device may already be gone); `data` is dropped after
     /// this returns, then the device's [`Devres`] values are revoked.
-    fn remove(pdev: &Device, data: &Self::Data) {
+    fn remove(pdev: &Device<Core>, data: &Self::Data) {
         let _ = (pdev, data);
     }
 }
@@ -416,19 +494,34 @@ unsafe impl<T: Driver + 'static> driver::RegistrationOps for Adapter<T> {
 }
 
 impl<T: Driver + 'static> Adapter<T> {
+    /// The info for the id the PCI core matched `pdev` with.
+    ///
+    /// An id of our table gives its own entry's. Any other id is a dynamic one (`new_id`, whose
+    /// `driver_data` is ignored) or `driver_override`'s catch-all: they give the info of the first
+    /// entry of our table that matches the device itself, and none if no entry does.
+    fn id_info(
+        pdev: &Device<Core>,
+        id: *const bindings::pci_device_id,
+    ) -> Option<&'static T::IdInfo> {
+        let table = T::ID_TABLE;
+        let index = table.index_of(id.cast()).or_else(|| {
+            // SAFETY: The table is a sentinel-terminated array of `pci_device_id` (`DeviceId` is
+            // transparent) and `pdev` a valid device; the result is null or points into the table.
+            let own = unsafe { bindings::pci_match_id(table.as_ptr().cast(), pdev.as_raw()) };
+            table.index_of(own.cast())
+        })?;
+        table.info(index)
+    }
+
     extern "C" fn probe_callback(
         pdev: *mut bindings::pci_dev,
         id: *const bindings::pci_device_id,
     ) -> c_int {
-        // SAFETY: The PCI core passes a valid device that stays valid (and bound to us if we
-        // succeed) at least until `remove_callback`; the reference lives only during probe.
-        let dev = unsafe { &*pdev.cast::<Device>() };
-        // SAFETY: The PCI core passes the matched id, valid during probe; `DeviceId` is a
-        // transparent wrapper of `pci_device_id`.
-        let id = unsafe { &*id.cast::<DeviceId>() };
-        // Ids from our table hold their index. Dynamic ids (`new_id`) must reuse a `driver_data`
-        // of the table; `driver_override` matches give index 0.
-        let Some(info) = T::ID_TABLE.info(id.index()) else {
+        // SAFETY: The PCI core calls probe with a valid device, under its device lock; the device
+        // stays bound to us until `remove_callback` (or not at all if we fail), and the
+        // reference lives only during this call.
+        let dev = unsafe { Device::<Core>::from_raw(pdev) };
+        let Some(info) = Self::id_info(dev, id) else {
             return ENODEV.to_errno();
         };
         if let Err(err) = crate::devres::binding_begin(dev.as_ref()) {
@@ -449,8 +542,9 @@ impl<T: Driver + 'static> Adapter<T> {
     }
 
     extern "C" fn remove_callback(pdev: *mut bindings::pci_dev) {
-        // SAFETY: The PCI core passes a valid device bound to this driver.
-        let dev = unsafe { &*pdev.cast::<Device>() };
+        // SAFETY: The PCI core calls remove with a valid device bound to this driver, under its
+        // device lock; the binding ends only below, after the reference's last use.
+        let dev = unsafe { Device::<Core>::from_raw(pdev) };
         // SAFETY: `pdev` is valid; `probe_callback` succeeded (else there is no remove), so
         // drvdata holds the `T::Data` it stored with `into_foreign`, taken back only here.
         let data = unsafe { T::Data::from_foreign(bindings::pci_get_drvdata(pdev)) };
@@ -483,12 +577,17 @@ macro_rules! module_pci_driver {
     };
 }
 
-/// A PCI device (C's `struct pci_dev`).
+/// A PCI device (C's `struct pci_dev`), in a [`DeviceContext`]: [`Normal`] (the default),
+/// [`Bound`] or [`Core`], as for [`device::Device`].
+///
+/// A driver's [`Driver::probe`] and [`Driver::remove`] get a `&Device<Core>`: it can enable the
+/// device and map its BARs. Kept beyond the callback (an [`ARef<Device>`]), the device is only
+/// `Normal`: it can be named and printed, and no longer mapped.
 ///
 /// # Invariants
 ///
 /// A `Device` is a valid `struct pci_dev`, reference-counted: `pci_dev_get` keeps it alive until
-/// the matching `pci_dev_put`.
+/// the matching `pci_dev_put`. A `&Device<Ctx>` also keeps the promise of `Ctx` for its borrow.
 ///
 /// # Examples
 ///
@@ -498,7 +597,7 @@ macro_rules! module_pci_driver {
 /// }
 /// ```
 #[repr(transparent)]
-pub struct Device(Opaque<bindings::pci_dev>);
+pub struct Device<Ctx: DeviceContext = Normal>(Opaque<bindings::pci_dev>, PhantomData<Ctx>);
 
 // SAFETY: A `struct pci_dev` may be used and released from any thread.
 unsafe impl Send for Device {}
@@ -521,11 +620,43 @@ unsafe impl crate::types::AlwaysRefCounted for Device {
     }
 }
 
-impl AsRef<device::Device> for Device {
-    fn as_ref(&self) -> &device::Device {
+impl<Ctx: DeviceContext> AsRef<device::Device<Ctx>> for Device<Ctx> {
+    fn as_ref(&self) -> &device::Device<Ctx> {
         // SAFETY: `self` is a valid `pci_dev`, whose `dev` is a valid `struct device` living as
-        // long as it.
-        unsafe { device::Device::as_ref(core::ptr::addr_of_mut!((*self.as_raw()).dev)) }
+        // long as it, in the same context.
+        unsafe { device::Device::from_raw(core::ptr::addr_of_mut!((*self.as_raw()).dev)) }
+    }
+}
+
+impl Deref for Device<Core> {
+    type Target = Device<Bound>;
+
+    fn deref(&self) -> &Device<Bound> {
+        // SAFETY: A `Core` device is bound for the borrow, which is all `Bound` promises.
+        unsafe { Device::from_raw(self.as_raw()) }
+    }
+}
+
+impl Deref for Device<Bound> {
+    type Target = Device;
+
+    fn deref(&self) -> &Device {
+        // SAFETY: `Normal` promises only a valid device, which `self` is.
+        unsafe { Device::from_raw(self.as_raw()) }
+    }
+}
+
+/// A reference kept beyond a callback: only [`Normal`].
+impl From<&Device<Core>> for ARef<Device> {
+    fn from(pdev: &Device<Core>) -> Self {
+        ARef::from(&***pdev)
+    }
+}
+
+/// A reference kept beyond the borrow: only [`Normal`].
+impl From<&Device<Bound>> for ARef<Device> {
+    fn from(pdev: &Device<Bound>) -> Self {
+        ARef::from(&**pdev)
     }
 }
 
@@ -539,11 +670,25 @@ unsafe extern "C" fn disable_device_action(pdev: *mut c_void) {
     unsafe { bindings::pci_disable_device(pdev.cast()) }
 }
 
-impl Device {
+impl<Ctx: DeviceContext> Device<Ctx> {
     fn as_raw(&self) -> *mut bindings::pci_dev {
         self.0.get()
     }
 
+    /// Borrows a `struct pci_dev` in context `Ctx`.
+    ///
+    /// # Safety
+    ///
+    /// `pdev` must be a valid `struct pci_dev` for `'a`, and what `Ctx` promises must hold for
+    /// all of `'a`.
+    unsafe fn from_raw<'a>(pdev: *mut bindings::pci_dev) -> &'a Self {
+        // SAFETY: `Self` is a transparent wrapper of `struct pci_dev` (the `PhantomData` is a
+        // ZST); the caller guarantees validity and the context for `'a`.
+        unsafe { &*pdev.cast() }
+    }
+}
+
+impl Device {
     /// Returns the vendor id.
     ///
     /// # Examples
@@ -570,48 +715,6 @@ impl Device {
     pub fn device_id(&self) -> u16 {
         // SAFETY: `self` is a valid `pci_dev`; `device` is set at enumeration and not changed.
         unsafe { (*self.as_raw()).device }
-    }
-
-    /// Enables the device's memory space; it is disabled again when the device is unbound.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// fn start(pdev: &kernel::pci::Device) -> Result {
-    ///     pdev.enable_device_mem()?;
-    ///     pdev.set_master();
-    ///     Ok(())
-    /// }
-    /// ```
-    pub fn enable_device_mem(&self) -> Result {
-        // SAFETY: `self` is a valid `pci_dev`.
-        to_result(unsafe { bindings::pci_enable_device_mem(self.as_raw()) })?;
-        // SAFETY: The device is valid and was just enabled once; the action disables it once,
-        // on unbind, while the device is still valid. On failure the helper runs the action
-        // right away.
-        to_result(unsafe {
-            bindings::devm_add_action_or_reset(
-                self.as_ref().as_raw(),
-                Some(disable_device_action),
-                self.as_raw().cast(),
-            )
-        })
-    }
-
-    /// Enables bus mastering (DMA) for the device; disabling the device turns it off again.
-    ///
-    /// # Examples
-    ///
-    /// See [`Device::enable_device_mem`].
-    ///
-    /// ```
-    /// fn dma_on(pdev: &kernel::pci::Device) {
-    ///     pdev.set_master();
-    /// }
-    /// ```
-    pub fn set_master(&self) {
-        // SAFETY: `self` is a valid `pci_dev`.
-        unsafe { bindings::pci_set_master(self.as_raw()) };
     }
 
     fn check_bar(bar: u32) -> Result<c_int> {
@@ -648,7 +751,9 @@ impl Device {
         // Lossless: the flag fits in any `c_ulong`.
         flags & (bindings::IORESOURCE_MEM as crate::ffi::c_ulong) != 0
     }
+}
 
+impl Device<Bound> {
     /// Requests and maps memory BAR `bar`, which must be at least `SIZE` bytes, under `name`.
     ///
     /// The mapping is revoked when the device is unbound; accessors with constant offsets are
@@ -659,9 +764,9 @@ impl Device {
     /// # Examples
     ///
     /// ```
-    /// use kernel::{devres::Devres, pci::{Bar, Device}};
+    /// use kernel::{devres::Devres, pci::{Bar, Bound, Device}};
     ///
-    /// fn map(pdev: &Device) -> Result<Devres<Bar<0x1000>>> {
+    /// fn map(pdev: &Device<Bound>) -> Result<Devres<Bar<0x1000>>> {
     ///     pdev.iomap_region_sized::<0x1000>(0, kernel::c_str!("my_driver"))
     /// }
     /// ```
@@ -680,14 +785,59 @@ impl Device {
     /// # Examples
     ///
     /// ```
-    /// fn first_word(pdev: &kernel::pci::Device) -> Result<u32> {
+    /// use kernel::pci::{Bound, Device};
+    ///
+    /// fn first_word(pdev: &Device<Bound>) -> Result<u32> {
     ///     let bar = pdev.iomap_region(0, kernel::c_str!("my_driver"))?;
-    ///     let io = bar.try_access().ok_or(ENXIO)?;
-    ///     io.try_readl(0)
+    ///     bar.access(pdev.as_ref())?.try_readl(0)
     /// }
     /// ```
     pub fn iomap_region(&self, bar: u32, name: &'static CStr) -> Result<Devres<Bar>> {
         self.iomap_region_sized::<0>(bar, name)
+    }
+}
+
+impl Device<Core> {
+    /// Enables the device's memory space; it is disabled again when the device is unbound.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// fn start(pdev: &kernel::pci::Device<kernel::pci::Core>) -> Result {
+    ///     pdev.enable_device_mem()?;
+    ///     pdev.set_master();
+    ///     Ok(())
+    /// }
+    /// ```
+    pub fn enable_device_mem(&self) -> Result {
+        // SAFETY: `self` is a valid `pci_dev`.
+        to_result(unsafe { bindings::pci_enable_device_mem(self.as_raw()) })?;
+        // SAFETY: The device is valid and was just enabled once; the action disables it once,
+        // on unbind, while the device is still valid. On failure the helper runs the action
+        // right away.
+        to_result(unsafe {
+            bindings::devm_add_action_or_reset(
+                self.as_ref().as_raw(),
+                Some(disable_device_action),
+                self.as_raw().cast(),
+            )
+        })
+    }
+
+    /// Enables bus mastering (DMA) for the device; disabling the device turns it off again.
+    ///
+    /// # Examples
+    ///
+    /// See [`Device::enable_device_mem`].
+    ///
+    /// ```
+    /// fn dma_on(pdev: &kernel::pci::Device<kernel::pci::Core>) {
+    ///     pdev.set_master();
+    /// }
+    /// ```
+    pub fn set_master(&self) {
+        // SAFETY: `self` is a valid `pci_dev`.
+        unsafe { bindings::pci_set_master(self.as_raw()) };
     }
 }
 
@@ -719,7 +869,7 @@ pub struct Bar<const SIZE: usize = 0> {
 }
 
 impl<const SIZE: usize> Bar<SIZE> {
-    fn new(pdev: &Device, num: u32, name: &'static CStr) -> Result<Self> {
+    fn new(pdev: &Device<Bound>, num: u32, name: &'static CStr) -> Result<Self> {
         let num = Device::check_bar(num)?;
         if !pdev.is_mem_bar(num) {
             return Err(EINVAL);

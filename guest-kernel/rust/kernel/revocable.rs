@@ -9,6 +9,7 @@
 
 use crate::prelude::*;
 use crate::{
+    bindings,
     init::{self, PinInit},
     sync::rcu,
 };
@@ -45,7 +46,7 @@ use core::{
 ///
 /// let r = KBox::pin_init(Revocable::new(42u32), GFP_KERNEL)?;
 /// assert_eq!(r.try_access().map(|v| *v), Some(42));
-/// r.revoke();
+/// assert!(r.revoke());
 /// assert!(r.try_access().is_none());
 /// # Ok::<(), Error>(())
 /// ```
@@ -242,10 +243,14 @@ impl<T> Revocable<T> {
     }
 
     /// Revokes access: new accesses fail from now on; then waits for the accesses in progress to
-    /// end and drops the value.
+    /// end and drops the value. Returns `true` if this call revoked it, `false` if it was already
+    /// revoked (and then does nothing).
     ///
-    /// Does nothing if already revoked. Might sleep (it waits for an RCU grace period), so it
-    /// must not be called while holding a guard of any revocable.
+    /// Might sleep (it waits for an RCU grace period), and says so to the kernel's sleep checks
+    /// (`might_sleep()`) even when it has nothing to do. It must not be called while this thread
+    /// holds a guard of any revocable, this one included: the guard is an RCU read-side critical
+    /// section, in which sleeping is not allowed, and the grace period would wait for the very
+    /// guard the thread is holding. Debug kernels (lockdep, `PROVE_RCU`) report such a call.
     ///
     /// # Examples
     ///
@@ -262,9 +267,9 @@ impl<T> Revocable<T> {
     /// }
     ///
     /// let r = KBox::pin_init(Revocable::new(Counted), GFP_KERNEL)?;
-    /// r.revoke();
+    /// assert!(r.revoke());
     /// assert_eq!(DROPS.load(Ordering::SeqCst), 1);
-    /// r.revoke();
+    /// assert!(!r.revoke());
     /// drop(r);
     /// // Dropped exactly once although revoked twice and then dropped.
     /// assert_eq!(DROPS.load(Ordering::SeqCst), 1);
@@ -274,7 +279,9 @@ impl<T> Revocable<T> {
     /// assert_eq!(DROPS.load(Ordering::SeqCst), 2);
     /// # Ok::<(), Error>(())
     /// ```
-    pub fn revoke(&self) {
+    pub fn revoke(&self) -> bool {
+        // SAFETY: `might_sleep()` only checks the calling context.
+        unsafe { bindings::might_sleep() };
         if self.available.swap(false, Ordering::AcqRel) {
             // Every reader that saw `available == true` did so inside a critical section that
             // began before the swap; wait for all of them.
@@ -284,7 +291,23 @@ impl<T> Revocable<T> {
             // `false` and old ones are gone after the grace period. `data` is pinned, dropping
             // it in place is allowed.
             unsafe { core::ptr::drop_in_place(self.data.value.get().cast::<T>()) };
+            true
+        } else {
+            false
         }
+    }
+
+    /// Returns the value without any check or critical section.
+    ///
+    /// # Safety
+    ///
+    /// The caller must guarantee that the value is not revoked before the returned reference's
+    /// lifetime ends (and so was not revoked yet).
+    #[inline]
+    pub(crate) unsafe fn access_unchecked(&self) -> &T {
+        // SAFETY: By the safety requirements the value is available, so by the type invariants
+        // initialised, and stays so while the reference lives.
+        unsafe { &*self.data.value.get().cast::<T>() }
     }
 
     /// Revokes access and drops the value without waiting for readers.

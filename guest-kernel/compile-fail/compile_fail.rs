@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Mistakes the abstractions refuse at build time.
+//!
+//! The harness builds this module once as is (it must build) and once per mistake, each
+//! switched on by a `--cfg` (scenario `compile-fail`); each of those builds must fail, for the
+//! reason given:
+//!
+//! - `past_end`: a constant offset one register past the end of an `Io<16>` (the
+//!   `build_error` link error of `Io`'s build-time bounds check);
+//! - `iomap_unbound`: mapping a BAR of a device kept beyond probe (an `ARef<pci::Device>`,
+//!   whose context is `Normal`: it may no longer be bound), rustc's E0599;
+//! - `access_unbound`: `Devres::access` with a device that is not known to be bound, E0308.
+
+#![forbid(unsafe_code)]
+
+use kernel::{c_str, dev_info, devres::Devres, pci, prelude::*, types::ARef};
+
+/// The window this module maps.
+const SIZE: usize = 16;
+
+#[cfg(not(past_end))]
+const OFFSET: usize = SIZE - 4;
+#[cfg(past_end)]
+const OFFSET: usize = SIZE;
+
+struct CompileFail;
+
+kernel::pci_device_table!(IDS, (), [(pci::DeviceId::from_id(0x1b36, 0x0005), ())]);
+
+/// What a worker would keep: the device, and the mapping.
+struct Kept {
+    pdev: ARef<pci::Device>,
+    bar: Devres<pci::Bar<SIZE>>,
+}
+
+impl Kept {
+    /// Runs after probe, when the device may have been unbound.
+    fn later(&self) -> Result {
+        #[cfg(iomap_unbound)]
+        let _again = self.pdev.iomap_region(0, c_str!("compile_fail"))?;
+        #[cfg(access_unbound)]
+        let _ = self.bar.access(self.pdev.as_ref())?;
+        dev_info!(self.pdev, "kept {}\n", self.bar.try_access().is_some());
+        Ok(())
+    }
+}
+
+impl pci::Driver for CompileFail {
+    type IdInfo = ();
+    const ID_TABLE: pci::IdTable<()> = IDS;
+    type Data = KBox<Kept>;
+
+    fn probe(pdev: &pci::Device<pci::Core>, _info: &()) -> Result<Self::Data> {
+        pdev.enable_device_mem()?;
+        let bar = pdev.iomap_region_sized::<SIZE>(0, c_str!("compile_fail"))?;
+        let io = bar.access(pdev.as_ref())?;
+        dev_info!(pdev, "register {:#x} = {:#x}\n", OFFSET, io.readl(OFFSET));
+        let kept = Kept {
+            pdev: pdev.into(),
+            bar,
+        };
+        kept.later()?;
+        Ok(KBox::new(kept, GFP_KERNEL)?)
+    }
+}
+
+kernel::module_pci_driver! {
+    type: CompileFail,
+    name: "compile_fail",
+    license: "GPL",
+}
