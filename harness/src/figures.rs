@@ -1,6 +1,6 @@
 //! The `bench …` lines `pci_rig_bench` prints in the guest (see
 //! `guest-kernel/bench/pci_rig_bench.rs`), read back into numbers: MMIO cost
-//! three ways per device, BAR2 throughput, unbind cost per case, and revoking
+//! four ways per device, BAR2 throughput, unbind cost per case, and revoking
 //! resources one grace period each.
 
 use serde::Serialize;
@@ -17,6 +17,8 @@ pub struct Mmio {
     pub devres_ns: i64,
     /// (c) one guard for the whole loop.
     pub guard_ns: i64,
+    /// (d) `Devres::access` (the bound device at hand, no RCU) per read.
+    pub access_ns: i64,
 }
 
 impl Mmio {
@@ -28,6 +30,11 @@ impl Mmio {
     /// c/a.
     pub fn guard_ratio(&self) -> f64 {
         self.guard_ns as f64 / self.raw_ns.max(1) as f64
+    }
+
+    /// d/a.
+    pub fn access_ratio(&self) -> f64 {
+        self.access_ns as f64 / self.raw_ns.max(1) as f64
     }
 }
 
@@ -105,6 +112,7 @@ impl GuestFigures {
                     raw_ns: num(&f, "raw_ns", line)?,
                     devres_ns: num(&f, "devres_ns", line)?,
                     guard_ns: num(&f, "guard_ns", line)?,
+                    access_ns: num(&f, "access_ns", line)?,
                 }),
                 "window" => {
                     g.window = Some(Window {
@@ -172,11 +180,12 @@ impl GuestFigures {
             .iter()
             .map(|m| {
                 format!(
-                    "{} read {} ns raw, b/a {:.2}, c/a {:.2}",
+                    "{} read {} ns raw, b/a {:.2}, c/a {:.2}, d/a {:.2}",
                     m.device,
                     m.raw_ns,
                     m.devres_ratio(),
-                    m.guard_ratio()
+                    m.guard_ratio(),
+                    m.access_ratio()
                 )
             })
             .collect();
@@ -233,8 +242,8 @@ mod tests {
     use super::*;
 
     const BOOT: &[&str] = &[
-        "[    1.4] pci_rig_bench 0000:00:02.0: bench mmio dev=pci-testdev reads=3232 raw_ns=222 devres_ns=227 guard_ns=222",
-        "[    2.2] pci_rig_bench 0000:01:00.0: bench mmio dev=pci-rig reads=3232 raw_ns=74352 devres_ns=75965 guard_ns=74429",
+        "[    1.4] pci_rig_bench 0000:00:02.0: bench mmio dev=pci-testdev reads=3232 raw_ns=222 devres_ns=227 guard_ns=222 access_ns=223",
+        "[    2.2] pci_rig_bench 0000:01:00.0: bench mmio dev=pci-rig reads=3232 raw_ns=74352 devres_ns=75965 guard_ns=74429 access_ns=74360",
         "pci_rig_bench 0000:01:00.0: bench window bytes=65536 ns=949869281 kib_per_s=67",
         "pci_rig_bench 0000:01:00.0: bench revoke_each k=1 ns=10598078",
         "pci_rig_bench 0000:01:00.0: bench revoke_each k=16 ns=210987610",
@@ -256,6 +265,7 @@ mod tests {
         assert_eq!(g.mmio[0].device, "pci-testdev");
         assert!((g.mmio[0].devres_ratio() - 227.0 / 222.0).abs() < 1e-9);
         assert_eq!(g.mmio[0].guard_ratio(), 1.0);
+        assert!((g.mmio[0].access_ratio() - 223.0 / 222.0).abs() < 1e-9);
         assert_eq!(g.window.as_ref().unwrap().kib_per_s, 67);
         assert_eq!(g.unbind.len(), 7);
         assert_eq!(
@@ -271,7 +281,7 @@ mod tests {
         assert_eq!(g.unbind_median(64, true), Some((92387, 13140478)));
         let s = g.summary();
         assert!(
-            s.contains("pci-testdev read 222 ns raw, b/a 1.02, c/a 1.00"),
+            s.contains("pci-testdev read 222 ns raw, b/a 1.02, c/a 1.00, d/a 1.00"),
             "{s}"
         );
         assert!(
@@ -308,7 +318,7 @@ mod tests {
     #[test]
     fn malformed_bench_lines_are_errors() {
         for bad in [
-            "x: bench mmio dev=a reads=1 raw_ns=2 devres_ns=x guard_ns=1",
+            "x: bench mmio dev=a reads=1 raw_ns=2 devres_ns=x guard_ns=1 access_ns=1",
             "x: bench unbind k=1 worker=lazy remove_ns=1 total_ns=2",
             "x: bench unbind k=1 worker=idle remove_ns=1",
             "x: bench teleport ns=1",

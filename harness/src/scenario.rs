@@ -777,8 +777,8 @@ mod tests {
         );
         let mut lines = runner.to_vec();
         let figures = [
-            "x: bench mmio dev=pci-testdev reads=3232 raw_ns=200 devres_ns=204 guard_ns=200",
-            "x: bench mmio dev=pci-rig reads=3232 raw_ns=70000 devres_ns=70100 guard_ns=70000",
+            "x: bench mmio dev=pci-testdev reads=3232 raw_ns=200 devres_ns=204 guard_ns=200 access_ns=201",
+            "x: bench mmio dev=pci-rig reads=3232 raw_ns=70000 devres_ns=70100 guard_ns=70000 access_ns=70000",
             "x: bench window bytes=65536 ns=1000000000 kib_per_s=64",
             "x: bench revoke_each k=1 ns=1",
             "x: bench revoke_each k=16 ns=16",
