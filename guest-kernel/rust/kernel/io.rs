@@ -155,6 +155,10 @@ macro_rules! io_accessors {
         /// let io = unsafe { Io::from_raw(&raw) };
         #[doc = concat!("assert_eq!(io.", stringify!($try_read), "(8), Ok(0));")]
         #[doc = concat!("assert_eq!(io.", stringify!($try_read), "(16), Err(EINVAL));")]
+        /// // The last aligned offsets of the address space: `offset + size` would overflow.
+        #[doc = concat!("let last = usize::MAX - (core::mem::size_of::<", stringify!($ty), ">() - 1);")]
+        #[doc = concat!("assert_eq!(io.", stringify!($try_read), "(last), Err(EINVAL));")]
+        #[doc = concat!("assert_eq!(io.", stringify!($try_read), "(usize::MAX), Err(EINVAL));")]
         /// # drop(buf);
         /// # Ok::<(), Error>(())
         /// ```
@@ -205,6 +209,8 @@ macro_rules! io_accessors {
         #[doc = concat!("assert_eq!(io.", stringify!($try_write), "(1, 8), Ok(()));")]
         #[doc = concat!("assert_eq!(io.", stringify!($try_read), "(8), Ok(1));")]
         #[doc = concat!("assert_eq!(io.", stringify!($try_write), "(1, 1 << 20), Err(EINVAL));")]
+        #[doc = concat!("let last = usize::MAX - (core::mem::size_of::<", stringify!($ty), ">() - 1);")]
+        #[doc = concat!("assert_eq!(io.", stringify!($try_write), "(1, last), Err(EINVAL));")]
         /// # drop(buf);
         /// # Ok::<(), Error>(())
         /// ```

@@ -176,6 +176,122 @@
 //! # Ok::<(), Error>(())
 //! ```
 //!
+//! Unbinding waits for the binding's grace period: a work item on the other CPU (see the
+//! grace-period example of [`Revocable`](crate::revocable::Revocable)) that holds a `Devres`
+//! through `try_access()` while the device is unbound still sees the value alive until it lets
+//! go, and the unbind does not return before the value is dropped.
+//!
+//! ```
+//! use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+//! use kernel::{
+//!     c_str, devres::Devres, driver::Registration, new_condvar, new_spinlock, pci,
+//!     sync::{Arc, CondVar, SpinLock},
+//!     time::{ktime_ms_delta, Ktime},
+//!     types::ForeignOwnable,
+//!     workqueue,
+//! };
+//!
+//! static DROPS: AtomicU32 = AtomicU32::new(0);
+//! static STASH: AtomicPtr<core::ffi::c_void> = AtomicPtr::new(core::ptr::null_mut());
+//!
+//! struct Counted;
+//! impl Drop for Counted {
+//!     fn drop(&mut self) {
+//!         DROPS.fetch_add(1, Ordering::SeqCst);
+//!     }
+//! }
+//!
+//! struct Keeper;
+//! kernel::pci_device_table!(KEEPER_IDS, (), [(pci::DeviceId::from_id(0x1b36, 0x0005), ())]);
+//! impl pci::Driver for Keeper {
+//!     type IdInfo = ();
+//!     const ID_TABLE: pci::IdTable<()> = KEEPER_IDS;
+//!     type Data = ();
+//!     fn probe(pdev: &pci::Device<pci::Core>, _info: &()) -> Result {
+//!         let kept = Arc::new(Devres::new(pdev.as_ref(), Counted, GFP_KERNEL)?, GFP_KERNEL)?;
+//!         STASH.store(kept.into_foreign().cast_mut(), Ordering::SeqCst);
+//!         Ok(())
+//!     }
+//! }
+//!
+//! /// What the reader saw: it held access, the drops by the time it let go, it is done.
+//! #[derive(Clone, Copy, Default)]
+//! struct Seen {
+//!     held: bool,
+//!     drops_at_release: Option<u32>,
+//!     done: bool,
+//! }
+//!
+//! #[pin_data]
+//! struct Shared {
+//!     #[pin]
+//!     seen: SpinLock<Seen>,
+//!     #[pin]
+//!     cv: CondVar,
+//! }
+//!
+//! // SAFETY: Built-in code has no module of its own; null is what it uses.
+//! static MODULE: ThisModule = unsafe { ThisModule::from_ptr(core::ptr::null_mut()) };
+//!
+//! let mut overlapped = 0;
+//! for _round in 0..5 {
+//!     DROPS.store(0, Ordering::SeqCst);
+//!     let reg = KBox::pin_init(
+//!         Registration::<pci::Adapter<Keeper>>::new(c_str!("rust_doctest_pci_grace"), &MODULE),
+//!         GFP_KERNEL,
+//!     )?;
+//!     // SAFETY: The probe stored this reference with `into_foreign`; taken back only here.
+//!     let kept = unsafe {
+//!         Arc::<Devres<Counted>>::from_foreign(STASH.swap(core::ptr::null_mut(), Ordering::SeqCst))
+//!     };
+//!     let shared = Arc::pin_init(
+//!         pin_init!(Shared { seen <- new_spinlock!(Seen::default()), cv <- new_condvar!() }),
+//!         GFP_KERNEL,
+//!     )?;
+//!     let (s, k) = (shared.clone(), kept.clone());
+//!     let other = (workqueue::current_cpu() + 1) % 2;
+//!     workqueue::system().try_spawn_on(other, GFP_KERNEL, move || {
+//!         if let Some(guard) = k.try_access() {
+//!             s.seen.lock().held = true;
+//!             s.cv.notify_all();
+//!             let start = Ktime::ktime_get();
+//!             while ktime_ms_delta(Ktime::ktime_get(), start) < 100 {
+//!                 core::hint::spin_loop();
+//!             }
+//!             s.seen.lock().drops_at_release = Some(DROPS.load(Ordering::SeqCst));
+//!             drop(guard);
+//!         }
+//!         s.seen.lock().done = true;
+//!         s.cv.notify_all();
+//!     })?;
+//!     let mut seen = shared.seen.lock();
+//!     while !seen.held && !seen.done {
+//!         shared.cv.wait(&mut seen);
+//!     }
+//!     // The reader holds access right now, as the unbind begins.
+//!     let holding = seen.held && seen.drops_at_release.is_none();
+//!     drop(seen);
+//!     drop(reg); // unbinds: the binding ends, one grace period, then the release drops `Counted`
+//!     assert_eq!(DROPS.load(Ordering::SeqCst), 1);
+//!     let mut seen = shared.seen.lock();
+//!     while !seen.done {
+//!         shared.cv.wait(&mut seen);
+//!     }
+//!     if seen.held {
+//!         // Not dropped before the reader let go.
+//!         assert_eq!(seen.drops_at_release, Some(0));
+//!     }
+//!     drop(seen);
+//!     assert!(kept.try_access().is_none());
+//!     if holding {
+//!         overlapped += 1;
+//!         break;
+//!     }
+//! }
+//! assert_eq!(overlapped, 1);
+//! # Ok::<(), Error>(())
+//! ```
+//!
 //! A device bound through `driver_override` to a driver none of whose entries describes it: the
 //! PCI core matches it with a catch-all id, which carries no info of ours, so the bind is refused
 //! with `ENODEV` and probe never runs (it would otherwise get some other entry's info).

@@ -51,13 +51,16 @@ use core::{
 /// # Ok::<(), Error>(())
 /// ```
 ///
-/// Revoking waits for an access held by another context. A work item takes the guard, tells the
-/// test it holds it and keeps it (without sleeping, as RCU readers must) for 100 ms; `revoke()`
-/// must not return before the work item has let go. With more than one CPU this fails if
-/// `revoke()` does not wait.
+/// Revoking waits for the grace period: a reader that holds a guard while `revoke()` runs sees
+/// the value alive until it lets go. The reader is a work item pinned to the CPU the test thread
+/// is not on (the rig's guests have two); it takes a guard and keeps it (without sleeping, as RCU
+/// readers must) for 100 ms, noting the drops so far just before it lets go, while the test
+/// thread revokes. A `revoke()` that did not wait would be seen by it. Should the test thread
+/// have moved to the reader's CPU meanwhile (then the two cannot overlap), the round is tried
+/// again; the test asserts that one round overlapped.
 ///
 /// ```
-/// use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+/// use core::sync::atomic::{AtomicU32, Ordering};
 /// use kernel::{
 ///     new_condvar, new_spinlock,
 ///     revocable::Revocable,
@@ -76,56 +79,80 @@ use core::{
 ///     }
 /// }
 ///
+/// /// What the reader saw: it held a guard, the drops by the time it let go, it is done.
+/// #[derive(Clone, Copy, Default)]
+/// struct Seen {
+///     held: bool,
+///     drops_at_release: Option<u32>,
+///     done: bool,
+/// }
+///
 /// #[pin_data]
 /// struct Shared {
 ///     #[pin]
 ///     res: Revocable<Counted>,
 ///     #[pin]
-///     holding: SpinLock<bool>,
+///     seen: SpinLock<Seen>,
 ///     #[pin]
 ///     cv: CondVar,
-///     released: AtomicBool,
 /// }
 ///
-/// let shared = Arc::pin_init(
-///     pin_init!(Shared {
-///         res <- Revocable::new(Counted),
-///         holding <- new_spinlock!(false),
-///         cv <- new_condvar!(),
-///         released: AtomicBool::new(false),
-///     }),
-///     GFP_KERNEL,
-/// )?;
-///
-/// let s = shared.clone();
-/// workqueue::system().try_spawn(GFP_KERNEL, move || {
-///     let guard = s.res.try_access();
-///     assert!(guard.is_some());
-///     *s.holding.lock() = true;
-///     s.cv.notify_all();
-///     let start = Ktime::ktime_get();
-///     while ktime_ms_delta(Ktime::ktime_get(), start) < 100 {
-///         core::hint::spin_loop();
+/// let mut overlapped = 0;
+/// for _round in 0..5 {
+///     DROPS.store(0, Ordering::SeqCst);
+///     let shared = Arc::pin_init(
+///         pin_init!(Shared {
+///             res <- Revocable::new(Counted),
+///             seen <- new_spinlock!(Seen::default()),
+///             cv <- new_condvar!(),
+///         }),
+///         GFP_KERNEL,
+///     )?;
+///     let s = shared.clone();
+///     let other = (workqueue::current_cpu() + 1) % 2;
+///     workqueue::system().try_spawn_on(other, GFP_KERNEL, move || {
+///         if let Some(guard) = s.res.try_access() {
+///             s.seen.lock().held = true;
+///             s.cv.notify_all();
+///             let start = Ktime::ktime_get();
+///             while ktime_ms_delta(Ktime::ktime_get(), start) < 100 {
+///                 core::hint::spin_loop();
+///             }
+///             s.seen.lock().drops_at_release = Some(DROPS.load(Ordering::SeqCst));
+///             drop(guard);
+///         }
+///         s.seen.lock().done = true;
+///         s.cv.notify_all();
+///     })?;
+///     let mut seen = shared.seen.lock();
+///     while !seen.held && !seen.done {
+///         shared.cv.wait(&mut seen);
 ///     }
-///     s.released.store(true, Ordering::SeqCst);
-///     drop(guard);
-/// })?;
-///
-/// let mut holding = shared.holding.lock();
-/// while !*holding {
-///     shared.cv.wait(&mut holding);
+///     // The reader holds its guard right now, as `revoke()` begins.
+///     let holding = seen.held && seen.drops_at_release.is_none();
+///     drop(seen);
+///     assert!(shared.res.revoke());
+///     assert_eq!(DROPS.load(Ordering::SeqCst), 1);
+///     let mut seen = shared.seen.lock();
+///     while !seen.done {
+///         shared.cv.wait(&mut seen);
+///     }
+///     if seen.held {
+///         // Not dropped before the reader let go.
+///         assert_eq!(seen.drops_at_release, Some(0));
+///     }
+///     drop(seen);
+///     assert!(shared.res.try_access().is_none());
+///     // Revoking again does nothing.
+///     assert!(!shared.res.revoke());
+///     drop(shared);
+///     assert_eq!(DROPS.load(Ordering::SeqCst), 1);
+///     if holding {
+///         overlapped += 1;
+///         break;
+///     }
 /// }
-/// drop(holding);
-///
-/// shared.res.revoke();
-/// // `revoke()` returned, so the reader must be gone and the value dropped once.
-/// assert!(shared.released.load(Ordering::SeqCst));
-/// assert_eq!(DROPS.load(Ordering::SeqCst), 1);
-/// assert!(shared.res.try_access().is_none());
-/// // Revoking again does nothing.
-/// shared.res.revoke();
-/// drop(shared);
-/// assert_eq!(DROPS.load(Ordering::SeqCst), 1);
+/// assert_eq!(overlapped, 1);
 /// # Ok::<(), Error>(())
 /// ```
 #[pin_data(PinnedDrop)]
