@@ -737,6 +737,7 @@ unsafe impl crate::types::AlwaysRefCounted for Device {
 }
 
 impl<Ctx: DeviceContext> AsRef<device::Device<Ctx>> for Device<Ctx> {
+    #[inline]
     fn as_ref(&self) -> &device::Device<Ctx> {
         // SAFETY: `self` is a valid `pci_dev`, whose `dev` is a valid `struct device` living as
         // long as it, in the same context.
@@ -747,6 +748,7 @@ impl<Ctx: DeviceContext> AsRef<device::Device<Ctx>> for Device<Ctx> {
 impl Deref for Device<Core> {
     type Target = Device<Bound>;
 
+    #[inline]
     fn deref(&self) -> &Device<Bound> {
         // SAFETY: A `Core` device is bound for the borrow, which is all `Bound` promises.
         unsafe { Device::from_raw(self.as_raw()) }
@@ -756,6 +758,7 @@ impl Deref for Device<Core> {
 impl Deref for Device<Bound> {
     type Target = Device;
 
+    #[inline]
     fn deref(&self) -> &Device {
         // SAFETY: `Normal` promises only a valid device, which `self` is.
         unsafe { Device::from_raw(self.as_raw()) }
@@ -787,6 +790,7 @@ unsafe extern "C" fn disable_device_action(pdev: *mut c_void) {
 }
 
 impl<Ctx: DeviceContext> Device<Ctx> {
+    #[inline]
     fn as_raw(&self) -> *mut bindings::pci_dev {
         self.0.get()
     }
@@ -797,6 +801,7 @@ impl<Ctx: DeviceContext> Device<Ctx> {
     ///
     /// `pdev` must be a valid `struct pci_dev` for `'a`, and what `Ctx` promises must hold for
     /// all of `'a`.
+    #[inline]
     unsafe fn from_raw<'a>(pdev: *mut bindings::pci_dev) -> &'a Self {
         // SAFETY: `Self` is a transparent wrapper of `struct pci_dev` (the `PhantomData` is a
         // ZST); the caller guarantees validity and the context for `'a`.
