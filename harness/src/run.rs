@@ -210,6 +210,7 @@ impl Rig<'_> {
                 .extend(["-device".into(), server.qemu_device()]);
         }
         let mut actions = std::fs::File::create(dir.join("host-actions.log"))?;
+        let mut failures = Vec::new();
         let mut unplugs = 0;
         let mut unplugged_at: Option<Instant> = None;
         let mut timings = Timings::new();
@@ -219,12 +220,14 @@ impl Rig<'_> {
             // (e.g. set a fault knob) to the device server attached now.
             if let Some(req) = text.strip_prefix("pcirig: device ") {
                 let reply = match (servers.last(), serde_json::from_str(req)) {
-                    (Some(server), Ok(req)) => server
-                        .request(req)
-                        .map_or_else(|e| format!("error: {e:#}"), |r| r.to_string()),
-                    (None, _) => "error: no device attached".to_string(),
-                    (_, Err(e)) => format!("error: not JSON: {e}"),
+                    (Some(server), Ok(req)) => server.request(req).map(|r| r.to_string()),
+                    (None, _) => Err(anyhow::anyhow!("no device attached")),
+                    (_, Err(e)) => Err(anyhow::anyhow!("not JSON: {e}")),
                 };
+                let reply = reply.unwrap_or_else(|e| {
+                    failures.push(format!("device request {req}: {e:#}"));
+                    format!("error: {e:#}")
+                });
                 writeln!(actions, "{req} -> {reply}")?;
             }
             if driver::is_event(line, "remove_begin") {
@@ -240,12 +243,12 @@ impl Rig<'_> {
                 if action.trim() == "unplug" {
                     unplugged_at = Some(Instant::now());
                 }
-                let result = host_action(action.trim(), qmp, bin, &dir, &mut servers, &mut unplugs);
-                writeln!(
-                    actions,
-                    "host {action} -> {}",
-                    result.unwrap_or_else(|e| format!("error: {e:#}"))
-                )?;
+                let result = host_action(action.trim(), qmp, bin, &dir, &mut servers, &mut unplugs)
+                    .unwrap_or_else(|e| {
+                        failures.push(format!("host {action}: {e:#}"));
+                        format!("error: {e:#}")
+                    });
+                writeln!(actions, "host {action} -> {result}")?;
             }
             Ok(())
         });
@@ -256,7 +259,9 @@ impl Rig<'_> {
         if sockets != dir {
             let _ = std::fs::remove_dir_all(&sockets);
         }
-        Ok((console?, stopped, timings))
+        let mut console = console?;
+        console.host_failures = failures;
+        Ok((console, stopped, timings))
     }
 
     /// Runs one scenario and judges it; a pass also gives what was timed.

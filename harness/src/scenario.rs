@@ -405,6 +405,9 @@ pub enum Cause {
     Unfinished,
     /// The device server died, or its log contradicts the guest.
     Device,
+    /// The host could not do what the guest asked (a host action failed, the device refused
+    /// a request), or QEMU itself exited with a failure.
+    Host,
 }
 
 pub struct Judgement {
@@ -441,6 +444,15 @@ pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
             format!("{}: {line}\n{excerpt}", kind.name()),
         );
     }
+    if !c.host_failures.is_empty() {
+        return Judgement::fail(
+            Cause::Host,
+            format!(
+                "the host failed the guest's requests:\n{}",
+                c.host_failures.join("\n")
+            ),
+        );
+    }
     // A server ends by itself, cleanly, when QEMU hangs up (the guest powered
     // off, or its device was unplugged), which may come before the harness
     // stops it; only a failed exit is a death.
@@ -468,6 +480,16 @@ pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
             ),
         );
     }
+    match c.exit {
+        Some(status) if status.success() => {}
+        Some(status) => {
+            return Judgement::fail(
+                Cause::Host,
+                format!("QEMU exited with a failure ({status}); see qemu-stderr.log"),
+            )
+        }
+        None => return Judgement::fail(Cause::Host, "QEMU's exit status is unknown".into()),
+    }
     if s.kind == Kind::Kunit {
         return judge_kunit(c);
     }
@@ -480,15 +502,19 @@ pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
             _ => {}
         }
     }
+    // Every check of the runner must pass: a skipped one proved nothing.
     let failed: Vec<String> = results
         .iter()
-        .filter(|r| !r.ok && !r.skip)
-        .map(|r| format!("not ok {} {} {}", r.number, r.name, r.directive))
+        .filter(|r| !r.ok || r.skip)
+        .map(|r| {
+            let verdict = if r.ok { "ok" } else { "not ok" };
+            format!("{verdict} {} {} # {}", r.number, r.name, r.directive)
+        })
         .collect();
     if !failed.is_empty() {
         return Judgement::fail(
             Cause::Checks,
-            format!("guest checks failed:\n{}", failed.join("\n")),
+            format!("guest checks failed or skipped:\n{}", failed.join("\n")),
         );
     }
     if let Some(n) = plan {
@@ -729,12 +755,14 @@ fn judge_kunit(c: &Console) -> Judgement {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::process::ExitStatusExt;
 
     fn console(lines: &[&str], timed_out: bool) -> Console {
         Console {
             lines: lines.iter().map(|s| s.to_string()).collect(),
             timed_out,
-            exit: None,
+            exit: Some(ExitStatusExt::from_raw(0)),
+            host_failures: vec![],
             elapsed: Duration::from_millis(1500),
             events: vec![],
         }
@@ -856,6 +884,54 @@ mod tests {
 
         let j = judge(&BOOT, &console(&GOOD[..8], false), &[]);
         assert_eq!(j.cause, Some(Cause::Unfinished));
+    }
+
+    #[test]
+    fn a_failed_host_action_a_refused_request_or_a_failed_qemu_fails_the_boot() {
+        let mut c = console(GOOD, false);
+        c.host_failures = vec!["host unplug: QMP device_del: Device 'pcirig' not found".into()];
+        let j = judge(&BOOT, &c, &[]);
+        assert_eq!(j.cause, Some(Cause::Host));
+        assert!(
+            j.reason.contains("Device 'pcirig' not found"),
+            "{}",
+            j.reason
+        );
+
+        let mut c = console(GOOD, false);
+        c.host_failures =
+            vec![r#"device request {"cmd":"set_knobs","nope":1}: device refused"#.into()];
+        assert_eq!(judge(&BOOT, &c, &[]).cause, Some(Cause::Host));
+
+        let mut c = console(GOOD, false);
+        c.exit = Some(ExitStatusExt::from_raw(1 << 8));
+        let j = judge(&BOOT, &c, &[]);
+        assert_eq!(j.cause, Some(Cause::Host));
+        assert!(
+            j.reason
+                .contains("QEMU exited with a failure (exit status: 1)"),
+            "{}",
+            j.reason
+        );
+        c.exit = None;
+        assert_eq!(judge(&BOOT, &c, &[]).cause, Some(Cause::Host));
+    }
+
+    #[test]
+    fn a_failing_check_that_says_skip_fails_and_a_skipped_check_fails_too() {
+        let mut bad = GOOD.to_vec();
+        bad[7] = "not ok 2 rmmod_rust_minimal # skipping: rmmod: can't unload";
+        let j = judge(&BOOT, &console(&bad, false), &[]);
+        assert_eq!(j.cause, Some(Cause::Checks), "{}", j.reason);
+        bad[7] = "ok 2 rmmod_rust_minimal # SKIP not tried";
+        let j = judge(&BOOT, &console(&bad, false), &[]);
+        assert_eq!(j.cause, Some(Cause::Checks), "{}", j.reason);
+        assert!(
+            j.reason
+                .contains("ok 2 rmmod_rust_minimal # SKIP not tried"),
+            "{}",
+            j.reason
+        );
     }
 
     #[test]
@@ -981,7 +1057,8 @@ mod tests {
         Console {
             lines: lines.to_vec(),
             timed_out: false,
-            exit: None,
+            exit: Some(ExitStatusExt::from_raw(0)),
+            host_failures: vec![],
             elapsed: Duration::ZERO,
             events,
         }
