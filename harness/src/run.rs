@@ -217,18 +217,29 @@ impl Rig<'_> {
         let console = g.run(s.timeout, |line, qmp| {
             let text = console::strip_timestamp(line);
             // `pcirig: device {json}` asks the host to send a control request
-            // (e.g. set a fault knob) to the device server attached now.
-            if let Some(req) = text.strip_prefix("pcirig: device ") {
+            // (e.g. set a fault knob) to the device server attached now;
+            // `pcirig: device-error {json}` one the device must refuse.
+            if let Some((req, refuse)) = device_request(text) {
                 let reply = match (servers.last(), serde_json::from_str(req)) {
                     (Some(server), Ok(req)) => server.request(req).map(|r| r.to_string()),
                     (None, _) => Err(anyhow::anyhow!("no device attached")),
                     (_, Err(e)) => Err(anyhow::anyhow!("not JSON: {e}")),
                 };
-                let reply = reply.unwrap_or_else(|e| {
-                    failures.push(format!("device request {req}: {e:#}"));
-                    format!("error: {e:#}")
-                });
-                writeln!(actions, "{req} -> {reply}")?;
+                let logged = match (reply, refuse) {
+                    (Ok(r), false) => r,
+                    (Err(e), true) => format!("refused as it should be: {e:#}"),
+                    (Ok(r), true) => {
+                        failures.push(format!(
+                            "device request {req}: accepted ({r}), but the device must refuse it"
+                        ));
+                        format!("error: accepted: {r}")
+                    }
+                    (Err(e), false) => {
+                        failures.push(format!("device request {req}: {e:#}"));
+                        format!("error: {e:#}")
+                    }
+                };
+                writeln!(actions, "{req} -> {logged}")?;
             }
             if driver::is_event(line, "remove_begin") {
                 if let Some(at) = unplugged_at.take() {
@@ -368,6 +379,17 @@ impl Rig<'_> {
             )
         })
     }
+}
+
+/// A guest's `pcirig: device {json}` (false) or `pcirig: device-error {json}`
+/// (true: the device must refuse it) line: the request and which.
+fn device_request(text: &str) -> Option<(&str, bool)> {
+    text.strip_prefix("pcirig: device ")
+        .map(|r| (r, false))
+        .or_else(|| {
+            text.strip_prefix("pcirig: device-error ")
+                .map(|r| (r, true))
+        })
 }
 
 /// Carries out one `pcirig: host ACTION` request of the guest: `unplug`
@@ -643,6 +665,17 @@ impl Runner<'_> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn device_requests_say_whether_the_device_must_refuse_them() {
+        let req = super::device_request;
+        assert_eq!(
+            req(r#"pcirig: device {"cmd":"ping"}"#),
+            Some((r#"{"cmd":"ping"}"#, false))
+        );
+        assert_eq!(req("pcirig: device-error {}"), Some(("{}", true)));
+        assert_eq!(req("pcirig: host unplug"), None);
+    }
+
     #[test]
     fn run_ids_are_timestamps_with_the_pid() {
         let id = super::run_id();
