@@ -681,11 +681,19 @@ fn judge_driver(want: &DriverExpect, c: &Console, device: &[Stopped]) -> Result<
         ));
     }
     let n = accounting::account(&history, &logs(device))?;
+    let refusals = if refused.is_empty() {
+        String::new()
+    } else {
+        format!(", {} refused ({})", refused.len(), refused.join(", "))
+    };
+    let user = if n.user == 0 {
+        String::new()
+    } else {
+        format!(", {} from user space", n.user)
+    };
     let mut summary = format!(
-        ", driver: {probes} probes with all {} steps, {} refused ({}), {} removes; the device log holds exactly the {} reported MMIO accesses of {} bindings and {} worker reads",
+        ", driver: {probes} probes with all {} steps{refusals}, {} removes; the device log holds exactly the {} MMIO accesses the driver reported in {} bindings{user}, and {} worker reads",
         driver::STEPS.len(),
-        refused.len(),
-        refused.join(", "),
         want.removes,
         n.driver,
         n.bindings,
@@ -946,7 +954,7 @@ mod tests {
         assert_eq!(j.cause, Some(Cause::Checks));
         assert!(
             j.reason
-                .contains("module io: 1 doctests ran, at least 12 expected"),
+                .contains("module io: 1 doctests ran, at least 40 expected"),
             "{}",
             j.reason
         );
@@ -1047,7 +1055,7 @@ mod tests {
         assert!(
             ok.contains("worker gave up once remove() returned: reason=Refused accesses=2")
                 && ok.contains(
-                    "exactly the 2 reported MMIO accesses of 1 bindings and 2 worker reads"
+                    "exactly the 2 MMIO accesses the driver reported in 1 bindings, and 2 worker reads"
                 )
                 && ok.contains("in the 1.1 s the guest stayed up"),
             "{ok}"
@@ -1139,7 +1147,10 @@ mod tests {
             judge_driver(&want, &console_of(lines, vec![]), &stopped(log))
         };
         let ok = mmio(&lines, &log).unwrap();
-        assert!(ok.contains("exactly the 1 reported MMIO accesses"), "{ok}");
+        assert!(
+            ok.contains("exactly the 1 MMIO accesses the driver reported"),
+            "{ok}"
+        );
         let e = mmio(&without(&lines, MAGIC_READ), &log).unwrap_err();
         assert!(e.contains("reported no MMIO access during probe"), "{e}");
         let mut extra = log.to_vec();
