@@ -376,6 +376,20 @@ mod tests {
     }
 
     #[test]
+    fn a_fake_report_during_an_open_binding_fails() {
+        // selftest-lie-mmio: user space writes a driver-format line to
+        // /dev/kmsg while the worker runs.
+        let mut console = REBIND[..11].to_vec();
+        console.push("pci_rig 0000:01:00.0: # mmio w bar0 0x8 4 0xdeadbeef");
+        let l = rebind_log()[..8].to_vec();
+        let e = check(&console, &l).unwrap_err();
+        assert!(
+            e.contains("binding 2: the driver reported write bar0 0x8 size 4 value 0xdeadbeef, which the device never saw"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn accesses_after_the_last_binding_ended_fail() {
         let console = &REBIND[..8];
         let l = &rebind_log()[..6];

@@ -2,7 +2,7 @@
 //! kernel-crate module for the doc examples (`rust_doctest_kernel_<module>_rs_<n>`);
 //! and the rules a KUnit boot is judged by (`judge`).
 
-use crate::console::strip_timestamp;
+use crate::console::{strip_timestamp, timestamp};
 use crate::ktap::{self, Line, TestResult};
 use std::collections::BTreeMap;
 
@@ -34,14 +34,29 @@ impl Suite {
 pub struct Run {
     pub planned: Option<usize>,
     pub suites: Vec<Suite>,
+    /// Lines that look like KUnit's but carry no printk stamp: user space
+    /// printed them, not the kernel. They count for nothing.
+    pub foreign: Vec<String>,
 }
 
-/// Collects the top-level plan and every suite printed on the console.
+/// Whether a console line (stamp stripped) looks like KUnit output.
+fn looks_like_kunit(line: &str) -> bool {
+    line.trim_start().starts_with("# Subtest:") || ktap::parse_line(line).is_some()
+}
+
+/// Collects the top-level plan and every suite the kernel printed on the
+/// console (lines with a printk stamp).
 pub fn run(lines: &[String]) -> Run {
     let mut out = Run::default();
     let mut current: Option<Suite> = None;
     for raw in lines {
         let line = strip_timestamp(raw);
+        if timestamp(raw).is_none() {
+            if looks_like_kunit(line) {
+                out.foreign.push(raw.clone());
+            }
+            continue;
+        }
         if let Some(name) = line.trim_start().strip_prefix("# Subtest: ") {
             if line.starts_with("    ") {
                 out.suites.extend(current.take());
@@ -123,6 +138,12 @@ pub fn judge(lines: &[String], expected_skips: &[ExpectedSkip]) -> Result<String
         );
     }
     let mut problems = Vec::new();
+    if let Some(first) = run.foreign.first() {
+        problems.push(format!(
+            "{} KUnit-looking lines not printed by the kernel (no printk stamp), the first: `{first}`",
+            run.foreign.len()
+        ));
+    }
     match run.planned {
         Some(n) if n == run.suites.len() => {}
         Some(n) => problems.push(format!(
@@ -251,7 +272,7 @@ mod tests {
 [    1.3]     # Subtest: other
 [    1.3]     1..2
 [    1.3]     ok 1 a
-ok 1 insmod_rust_minimal
+[    1.4] ok 1 insmod_rust_minimal
 ";
 
     #[test]
@@ -293,8 +314,16 @@ ok 1 insmod_rust_minimal
     }
 
     /// A passing KUnit console: the doctest suite with every module at its
-    /// minimum (plus one test of task.rs, at line 52), and a second suite.
+    /// minimum (plus one test of task.rs, at line 52), and a second suite;
+    /// every line with a printk stamp.
     fn passing() -> Vec<String> {
+        unstamped()
+            .iter()
+            .map(|l| format!("[    1.000000] {l}"))
+            .collect()
+    }
+
+    fn unstamped() -> Vec<String> {
         let mut tests = Vec::new();
         for (module, n) in MIN_DOCTESTS.iter().chain(&[("task", 1)]) {
             for i in 0..*n {
@@ -328,14 +357,23 @@ ok 1 insmod_rust_minimal
         out
     }
 
+    /// Replaces the line whose text (stamp stripped) is `from` by `to`, stamped.
     fn replace(lines: &[String], from: &str, to: &str) -> Vec<String> {
         let at = lines
             .iter()
-            .position(|l| l == from)
+            .position(|l| strip_timestamp(l) == from)
             .unwrap_or_else(|| panic!("no line {from}"));
         let mut out = lines.to_vec();
-        out[at] = to.to_string();
+        out[at] = format!("[    1.000000] {to}");
         out
+    }
+
+    fn without(lines: &[String], text: &str) -> Vec<String> {
+        lines
+            .iter()
+            .filter(|l| strip_timestamp(l) != text)
+            .cloned()
+            .collect()
     }
 
     #[test]
@@ -356,12 +394,25 @@ ok 1 insmod_rust_minimal
         let log = replace(&passing(), "    1..1", "    1..2");
         let e = judge(&log, EXPECTED_SKIPS).unwrap_err();
         assert!(e.contains("other: planned Some(2) tests, 1 ran"), "{e}");
-        let log: Vec<String> = passing()
-            .into_iter()
-            .filter(|l| l != "ok 2 other")
-            .collect();
+        let log = without(&passing(), "ok 2 other");
         let e = judge(&log, EXPECTED_SKIPS).unwrap_err();
         assert!(e.contains("other: never finished"), "{e}");
+    }
+
+    #[test]
+    fn kunit_lines_printed_by_user_space_fail() {
+        // A fake suite, echoed by a guest script: no printk stamps.
+        let mut log = passing();
+        log.extend(unstamped()[2..5].iter().cloned());
+        log.push("    ok 1 rust_doctest_kernel_io_rs_0".into());
+        let e = judge(&log, EXPECTED_SKIPS).unwrap_err();
+        assert!(
+            e.contains("3 KUnit-looking lines not printed by the kernel (no printk stamp), the first: `    # Subtest: rust_doctests_kernel`"),
+            "{e}"
+        );
+        // A whole fake run, with no real one: nothing the kernel printed.
+        let e = judge(&unstamped(), EXPECTED_SKIPS).unwrap_err();
+        assert!(e.contains("KUnit printed no suites"), "{e}");
     }
 
     #[test]
@@ -373,7 +424,7 @@ ok 1 insmod_rust_minimal
         let log = passing();
         let e = judge(&log[..log.len() - 5], EXPECTED_SKIPS).unwrap_err();
         assert!(e.contains("KUnit planned 2 suites, 1 were seen"), "{e}");
-        let log: Vec<String> = passing().into_iter().filter(|l| l != "1..2").collect();
+        let log = without(&passing(), "1..2");
         let e = judge(&log, EXPECTED_SKIPS).unwrap_err();
         assert!(e.contains("no top-level plan"), "{e}");
     }
@@ -393,10 +444,10 @@ ok 1 insmod_rust_minimal
         let log = passing();
         let task = log
             .iter()
+            .map(|l| strip_timestamp(l))
             .find(|l| l.contains("ok ") && l.ends_with("rust_doctest_kernel_task_rs_0"))
-            .unwrap()
-            .clone();
-        let log = replace(&log, &task, &format!("{task} # SKIP excluded"));
+            .unwrap();
+        let log = replace(&log, task, &format!("{task} # SKIP excluded"));
         let ok = judge(&log, EXPECTED_SKIPS).unwrap();
         assert!(
             ok.contains(
@@ -416,13 +467,14 @@ ok 1 insmod_rust_minimal
             // shrinks with it, so only the minimum can notice.
             let log = passing();
             let last = format!("rust_doctest_kernel_{module}_rs_{}", min - 1);
-            let mut log: Vec<String> = log.into_iter().filter(|l| !l.contains(&last)).collect();
+            let log: Vec<String> = log.into_iter().filter(|l| !l.contains(&last)).collect();
             let plan = log
                 .iter()
-                .position(|l| l.starts_with("    1..") && l != "    1..1")
+                .map(|l| strip_timestamp(l))
+                .find(|l| l.starts_with("    1..") && *l != "    1..1")
                 .unwrap();
-            let n: usize = log[plan][7..].parse().unwrap();
-            log[plan] = format!("    1..{}", n - 1);
+            let n: usize = plan[7..].parse().unwrap();
+            let log = replace(&log, plan, &format!("    1..{}", n - 1));
             let e = judge(&log, EXPECTED_SKIPS).unwrap_err();
             assert!(
                 e.contains(&format!(

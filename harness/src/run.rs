@@ -3,7 +3,7 @@
 //! arch, writing report.json and junit.xml into a fresh run folder.
 
 use crate::arch::Arch;
-use crate::console::{self, Splat};
+use crate::console;
 use crate::device::{self, DeviceServer, Stopped};
 use crate::driver;
 use crate::image;
@@ -14,7 +14,7 @@ use crate::qemu;
 use crate::qemu::{Console, Guest};
 use crate::qmp::Qmp;
 use crate::report::{self, Outcome, Timings, Verdict};
-use crate::scenario::{self, Cause, Scenario};
+use crate::scenario::{self, Scenario};
 use crate::Paths;
 use anyhow::{bail, Context, Result};
 use std::io::Write;
@@ -344,38 +344,45 @@ impl Rig<'_> {
         })
     }
 
-    /// Boots guests that are broken on purpose and checks the harness notices.
+    /// Boots guests that are broken or lie on purpose and checks the harness
+    /// judges each one failed for the right reason.
     fn selftest(&self, dir: &Path) -> Result<(Verdict, String)> {
-        let cases = [
-            ("selftest-hang", Cause::Timeout, 10),
-            ("selftest-panic", Cause::Splat(Splat::Panic), 60),
-            ("selftest-warning", Cause::Splat(Splat::Warning), 60),
-        ];
         let mut wrong = Vec::new();
         let mut seen = Vec::new();
-        for (name, expect, secs) in cases {
-            let s = Scenario::plain(name, Duration::from_secs(secs));
-            let (c, _, _) = self.boot(&s, &dir.join(name))?;
-            let j = scenario::judge(&s, &c, &[]);
-            let first = j.reason.lines().next().unwrap_or("").to_string();
-            if j.cause == Some(expect) {
-                seen.push(format!("{name}: {first}"));
+        for case in scenario::SELFTEST_CASES {
+            let s = &case.scenario;
+            let (c, device, _) = self.boot(s, &dir.join(s.name))?;
+            let j = scenario::judge(s, &c, &device);
+            // The line that says why, or the first.
+            let first = j
+                .reason
+                .lines()
+                .find(|l| l.contains(case.says))
+                .or(j.reason.lines().next())
+                .unwrap_or("")
+                .to_string();
+            if j.cause == Some(case.cause) && j.reason.contains(case.says) {
+                seen.push(format!("{}: {first}", s.name));
             } else {
                 wrong.push(format!(
-                    "{name}: wanted {expect:?}, judged {:?} ({first})",
-                    j.cause
+                    "{}: wanted {:?} saying `{}`, judged {:?}: {}",
+                    s.name, case.cause, case.says, j.cause, j.reason
                 ));
             }
         }
         Ok(if wrong.is_empty() {
             (
                 Verdict::Pass,
-                format!("all 3 broken guests judged fail; {}", seen.join("; ")),
+                format!(
+                    "all {} broken or lying guests judged fail for the right reason; {}",
+                    seen.len(),
+                    seen.join("; ")
+                ),
             )
         } else {
             (
                 Verdict::Fail,
-                format!("the harness misjudged broken guests:\n{}", wrong.join("\n")),
+                format!("the harness misjudged guests:\n{}", wrong.join("\n")),
             )
         })
     }

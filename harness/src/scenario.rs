@@ -86,7 +86,7 @@ const fn driver(probes: usize, removes: usize, unbind: bool) -> Option<DriverExp
 impl Scenario {
     /// Whether our driver must be built for this scenario.
     pub fn needs_driver(&self) -> bool {
-        self.driver.is_some() || matches!(self.kind, Kind::IdTable | Kind::Bench)
+        self.driver.is_some() || matches!(self.kind, Kind::IdTable | Kind::Bench | Kind::SelfTest)
     }
 
     /// A guest-side script judged by the common checks only.
@@ -162,16 +162,17 @@ pub const KUNIT: Scenario = Scenario {
     driver: None,
 };
 
-/// Boots broken guests on purpose; passes iff the harness judges each one
-/// failed for the right reason.
+/// Boots broken and lying guests on purpose (`SELFTEST_CASES`); passes iff
+/// the harness judges each one failed for the right reason.
 pub const HARNESS_SELFTEST: Scenario = Scenario {
     name: "harness-selftest",
-    about: "a hanging, a panicking and a warning guest are each judged fail",
+    about: "hanging, panicking, warning and lying guests are each judged fail for the right reason",
     timeout: Duration::from_secs(120),
     cmdline: "",
     kernel_lines: &[],
     kind: Kind::SelfTest,
-    device: false,
+    // The lying guests use our device and driver.
+    device: true,
     qemu_args: &[],
     x86_qemu_args: &[],
     only_on: &[],
@@ -329,6 +330,60 @@ pub const SURPRISE_ACPI: Scenario = Scenario {
     only_on: &[Arch::X86_64],
     ..SURPRISE
 };
+
+/// One guest of `harness-selftest`: judged as `scenario`, it must fail
+/// with `cause` and a reason containing `says`.
+pub struct SelfTestCase {
+    pub scenario: Scenario,
+    pub cause: Cause,
+    pub says: &'static str,
+}
+
+const fn broken(name: &'static str, secs: u64, cause: Cause, says: &'static str) -> SelfTestCase {
+    SelfTestCase {
+        scenario: Scenario::plain(name, Duration::from_secs(secs)),
+        cause,
+        says,
+    }
+}
+
+/// The guests `harness-selftest` boots: three broken, three lying (each
+/// lie told from a user-space script, the driver unchanged).
+pub const SELFTEST_CASES: &[SelfTestCase] = &[
+    broken("selftest-hang", 10, Cause::Timeout, "timeout after 10 s"),
+    broken("selftest-panic", 60, Cause::Splat(Splat::Panic), "panic"),
+    broken(
+        "selftest-warning",
+        60,
+        Cause::Splat(Splat::Warning),
+        "WARNING",
+    ),
+    SelfTestCase {
+        scenario: Scenario {
+            name: "selftest-lie-mmio",
+            ..MMIO
+        },
+        cause: Cause::Device,
+        says:
+            "the driver reported write bar0 0x8 size 4 value 0xdeadbeef, which the device never saw",
+    },
+    SelfTestCase {
+        scenario: Scenario {
+            name: "selftest-lie-unbind",
+            ..UNBIND
+        },
+        cause: Cause::Device,
+        says: "the device saw 1 access nothing the guest reported accounts for",
+    },
+    SelfTestCase {
+        scenario: Scenario {
+            name: "selftest-lie-kunit",
+            ..KUNIT
+        },
+        cause: Cause::Checks,
+        says: "KUnit-looking lines not printed by the kernel",
+    },
+];
 
 pub const ALL: &[&Scenario] = &[
     &BOOT,
@@ -941,13 +996,13 @@ mod tests {
     fn kunit_boots_are_judged_by_kunits_rules() {
         // Complete and passing, but without most of our modules' doctests.
         let few = [
-            "KTAP version 1",
-            "1..1",
-            "    # Subtest: rust_doctests_kernel",
-            "    1..2",
-            "    ok 1 rust_doctest_kernel_revocable_rs_0",
-            "    ok 2 rust_doctest_kernel_io_rs_0",
-            "ok 1 rust_doctests_kernel",
+            "[    1.0] KTAP version 1",
+            "[    1.0] 1..1",
+            "[    1.0]     # Subtest: rust_doctests_kernel",
+            "[    1.0]     1..2",
+            "[    1.0]     ok 1 rust_doctest_kernel_revocable_rs_0",
+            "[    1.0]     ok 2 rust_doctest_kernel_io_rs_0",
+            "[    1.0] ok 1 rust_doctests_kernel",
             "pcirig: done",
         ];
         let j = judge(&KUNIT, &console(&few, false), &[]);
