@@ -155,8 +155,9 @@ pub const KUNIT: Scenario = Scenario {
     kernel_lines: &[],
     kind: Kind::Kunit,
     device: false,
-    // The pci module's doc examples bind QEMU's own test device.
-    qemu_args: &["-device", "pci-testdev"],
+    // The pci module's doc examples bind QEMU's own test device; the irq
+    // module's bind `edu`, which raises interrupts when told to.
+    qemu_args: &["-device", "pci-testdev", "-device", "edu"],
     x86_qemu_args: &[],
     only_on: &[],
     driver: None,
