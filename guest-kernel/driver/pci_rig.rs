@@ -15,12 +15,14 @@
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::{
     c_str, dev_err, dev_info,
+    device::{Bound, Device},
     devres::Devres,
+    irq::{self, IrqReturn, ThreadedIrqReturn},
     new_condvar, new_mutex, new_work, pci,
     pci::Bar,
     prelude::*,
     sync::{Arc, CondVar, Mutex},
-    time::msecs_to_jiffies,
+    time::{ktime_ms_delta, msecs_to_jiffies, Ktime},
     workqueue::{self, Work, WorkItem},
 };
 
@@ -39,17 +41,32 @@ mod reg {
     pub(crate) const OP_LENGTH: usize = 0x01c;
     pub(crate) const OP_ARG: usize = 0x020;
     pub(crate) const RESULT: usize = 0x024;
+    pub(crate) const INT_STATUS: usize = 0x030;
+    pub(crate) const INT_ENABLE: usize = 0x034;
+    pub(crate) const INT_RAISE: usize = 0x038;
+    pub(crate) const INT_ACK: usize = 0x03c;
+    pub(crate) const IRQ_COUNT: usize = 0x040;
     pub(crate) const RESET: usize = 0x050;
 }
 
 const MAGIC: u32 = 0x7072_6967;
-const STATUS_BUSY: u32 = 1 << 0;
 const STATUS_DONE: u32 = 1 << 1;
 const STATUS_ERROR: u32 = 1 << 2;
 const OP_CRC32: u32 = 1;
 const OP_FILL: u32 = 2;
 const OP_INVERT: u32 = 3;
 const ERR_BAD_OPCODE: u32 = 1;
+const RESET_KEY: u32 = 1;
+/// INT_STATUS / INT_ENABLE bits.
+const INT_DONE: u32 = 1 << 0;
+const INT_ERROR: u32 = 1 << 1;
+const INT_SOFT: u32 = 1 << 2;
+/// Software interrupts the self-test raises.
+const SOFT_IRQS: u32 = 10;
+/// How long the driver waits for an interrupt before it calls it lost.
+const IRQ_WAIT_MS: i64 = 100;
+/// Interrupts one run of the INTx handler takes, at most, before it leaves the pin masked.
+const INTX_ROUNDS: usize = 8;
 
 type Regs = Bar<BAR0_SIZE>;
 
@@ -64,19 +81,23 @@ kernel::pci_device_table!(
     [(pci::DeviceId::from_id(0x7072, 0x0001), Expect { major: 1 }),]
 );
 
-/// Reads a register and reports the access as `# mmio r bar0 OFFSET 4 VALUE`. A macro, not a
-/// function, so the offset stays a constant and `readl` checks it at build time.
+/// Reads a register and reports the access as `# mmio r bar0 OFFSET 4 VALUE`, both under the
+/// reports lock of `$sh` (probe and the interrupt thread both report, and the console must list
+/// the accesses in the order the device saw them). A macro, not a function, so the offset stays
+/// a constant and `readl` checks it at build time.
 macro_rules! rd {
-    ($pdev:expr, $io:expr, $off:expr) => {{
+    ($sh:expr, $pdev:expr, $io:expr, $off:expr) => {{
+        let _report = $sh.reports.lock();
         let v = $io.readl($off);
         dev_info!($pdev, "# mmio r bar0 {:#x} 4 {:#x}\n", $off, v);
         v
     }};
 }
 
-/// Writes a register and reports it as `# mmio w bar0 OFFSET 4 VALUE`.
+/// Writes a register and reports it as `# mmio w bar0 OFFSET 4 VALUE`, like [`rd!`].
 macro_rules! wr {
-    ($pdev:expr, $io:expr, $val:expr, $off:expr) => {{
+    ($sh:expr, $pdev:expr, $io:expr, $val:expr, $off:expr) => {{
+        let _report = $sh.reports.lock();
         let v: u32 = $val;
         $io.writel(v, $off);
         dev_info!($pdev, "# mmio w bar0 {:#x} 4 {:#x}\n", $off, v);
@@ -111,8 +132,8 @@ fn crc32_of_repeated(byte: u8, len: usize) -> u32 {
 }
 
 /// Refuses a device that is not ours or speaks another register map.
-fn identify(pdev: &pci::Device, io: &Regs, expect: &Expect) -> Result {
-    let magic = rd!(pdev, io, reg::MAGIC);
+fn identify(sh: &Shared, pdev: &pci::Device, io: &Regs, expect: &Expect) -> Result {
+    let magic = rd!(sh, pdev, io, reg::MAGIC);
     if magic != MAGIC {
         dev_err!(
             pdev,
@@ -122,7 +143,7 @@ fn identify(pdev: &pci::Device, io: &Regs, expect: &Expect) -> Result {
         );
         return Err(ENODEV);
     }
-    let version = rd!(pdev, io, reg::VERSION);
+    let version = rd!(sh, pdev, io, reg::VERSION);
     if version >> 16 != expect.major {
         dev_err!(
             pdev,
@@ -140,28 +161,66 @@ fn identify(pdev: &pci::Device, io: &Regs, expect: &Expect) -> Result {
     )
 }
 
-/// Starts an operation over BAR2 and waits for it; returns STATUS and RESULT.
-fn operate(pdev: &pci::Device, io: &Regs, op: u32, offset: u32, len: u32, arg: u32) -> (u32, u32) {
-    wr!(pdev, io, offset, reg::OP_OFFSET);
-    wr!(pdev, io, len, reg::OP_LENGTH);
-    wr!(pdev, io, arg, reg::OP_ARG);
-    wr!(pdev, io, op, reg::CMD);
-    let mut status = rd!(pdev, io, reg::STATUS);
-    // The device completes at once unless a knob keeps it busy; do not wait for ever.
-    for _ in 0..100 {
-        if status & STATUS_BUSY == 0 {
-            break;
-        }
-        status = rd!(pdev, io, reg::STATUS);
+/// What an operation ended with: STATUS, RESULT, and whether its interrupt arrived.
+struct Outcome {
+    status: u32,
+    result: u32,
+    interrupted: bool,
+}
+
+impl Outcome {
+    /// The step's detail; says first when the interrupt never came.
+    fn detail(&self, want: u32) -> impl core::fmt::Display + '_ {
+        let lost = if self.interrupted {
+            ""
+        } else {
+            "no interrupt within 100 ms; "
+        };
+        Detail(lost, self.status, self.result, want)
     }
-    (status, rd!(pdev, io, reg::RESULT))
+}
+
+struct Detail(&'static str, u32, u32, u32);
+
+impl core::fmt::Display for Detail {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "{}status={:#x} crc={:#x} want={:#x}",
+            self.0, self.1, self.2, self.3
+        )
+    }
+}
+
+/// Starts an operation over BAR2 and waits for its interrupt (DONE, with ERROR on failure), not
+/// polling STATUS; then reads STATUS and RESULT.
+fn operate(
+    sh: &Shared,
+    pdev: &pci::Device,
+    io: &Regs,
+    op: u32,
+    offset: u32,
+    len: u32,
+    arg: u32,
+) -> Outcome {
+    let before = sh.handled();
+    wr!(sh, pdev, io, offset, reg::OP_OFFSET);
+    wr!(sh, pdev, io, len, reg::OP_LENGTH);
+    wr!(sh, pdev, io, arg, reg::OP_ARG);
+    wr!(sh, pdev, io, op, reg::CMD);
+    let interrupted = sh.wait_interrupt(before, INT_DONE);
+    Outcome {
+        status: rd!(sh, pdev, io, reg::STATUS),
+        result: rd!(sh, pdev, io, reg::RESULT),
+        interrupted,
+    }
 }
 
 /// The MMIO self-test of REGISTERS.md, one reported step at a time.
-fn selftest(pdev: &pci::Device, io: &Regs) -> Result {
+fn selftest(sh: &Shared, pdev: &pci::Device, io: &Regs) -> Result {
     for pattern in [0, !0, 0xa5a5_5a5a, 0x5a5a_a5a5, 0x1234_5678] {
-        wr!(pdev, io, pattern, reg::SCRATCH);
-        let back = rd!(pdev, io, reg::SCRATCH);
+        wr!(sh, pdev, io, pattern, reg::SCRATCH);
+        let back = rd!(sh, pdev, io, reg::SCRATCH);
         step(
             pdev,
             "scratch",
@@ -170,8 +229,8 @@ fn selftest(pdev: &pci::Device, io: &Regs) -> Result {
         )?;
     }
 
-    let first = rd!(pdev, io, reg::COUNTER);
-    let second = rd!(pdev, io, reg::COUNTER);
+    let first = rd!(sh, pdev, io, reg::COUNTER);
+    let second = rd!(sh, pdev, io, reg::COUNTER);
     step(
         pdev,
         "counter",
@@ -180,43 +239,36 @@ fn selftest(pdev: &pci::Device, io: &Regs) -> Result {
     )?;
 
     let len = 64;
-    let (status, result) = operate(pdev, io, OP_FILL, 0, len as u32, 0x5a);
     let want = crc32_of_repeated(0x5a, len);
-    step(
-        pdev,
-        "fill",
-        status == STATUS_DONE && result == want,
-        format_args!("status={:#x} crc={:#x} want={:#x}", status, result, want),
-    )?;
-    let (status, result) = operate(pdev, io, OP_CRC32, 0, len as u32, 0);
-    step(
-        pdev,
-        "crc32",
-        status == STATUS_DONE && result == want,
-        format_args!("status={:#x} crc={:#x} want={:#x}", status, result, want),
-    )?;
-    let (status, result) = operate(pdev, io, OP_INVERT, 0, len as u32, 0);
+    let o = operate(sh, pdev, io, OP_FILL, 0, len as u32, 0x5a);
+    let ok = o.interrupted && o.status == STATUS_DONE && o.result == want;
+    step(pdev, "fill", ok, format_args!("{}", o.detail(want)))?;
+    let o = operate(sh, pdev, io, OP_CRC32, 0, len as u32, 0);
+    let ok = o.interrupted && o.status == STATUS_DONE && o.result == want;
+    step(pdev, "crc32", ok, format_args!("{}", o.detail(want)))?;
     let want = crc32_of_repeated(!0x5a, len);
-    step(
-        pdev,
-        "invert",
-        status == STATUS_DONE && result == want,
-        format_args!("status={:#x} crc={:#x} want={:#x}", status, result, want),
-    )?;
+    let o = operate(sh, pdev, io, OP_INVERT, 0, len as u32, 0);
+    let ok = o.interrupted && o.status == STATUS_DONE && o.result == want;
+    step(pdev, "invert", ok, format_args!("{}", o.detail(want)))?;
 
-    let (status, _) = operate(pdev, io, 0x63, 0, 0, 0);
-    let refused = status & STATUS_ERROR != 0 && (status >> 8) & 0xff == ERR_BAD_OPCODE;
+    let o = operate(sh, pdev, io, 0x63, 0, 0, 0);
+    let refused = o.status & STATUS_ERROR != 0 && (o.status >> 8) & 0xff == ERR_BAD_OPCODE;
     step(
         pdev,
         "bad_opcode",
-        refused,
-        format_args!("status={:#x}", status),
+        o.interrupted && refused,
+        format_args!("{}", o.detail(0)),
     )?;
 
     // Offsets only known at run time go through the checked accessors.
     let past_end = io.try_readl(BAR0_SIZE);
     let unaligned = io.try_readl(reg::SCRATCH + 2);
+    let report = sh.reports.lock();
     let inside = io.try_readl(reg::SCRATCH);
+    if let Ok(v) = inside {
+        dev_info!(pdev, "# mmio r bar0 {:#x} 4 {:#x}\n", reg::SCRATCH, v);
+    }
+    drop(report);
     step(
         pdev,
         "try_access_bounds",
@@ -228,10 +280,155 @@ fn selftest(pdev: &pci::Device, io: &Regs) -> Result {
             inside.is_ok()
         ),
     )?;
-    if let Ok(v) = inside {
-        dev_info!(pdev, "# mmio r bar0 {:#x} 4 {:#x}\n", reg::SCRATCH, v);
+
+    // Software interrupts, each handled once, then the device's own count of interrupts raised
+    // since the reset at probe (operations' and these) against the handler's.
+    for i in 0..SOFT_IRQS {
+        let before = sh.handled();
+        wr!(sh, pdev, io, INT_SOFT, reg::INT_RAISE);
+        if !sh.wait_interrupt(before, INT_SOFT) {
+            return step(
+                pdev,
+                "irq",
+                false,
+                format_args!("no interrupt within 100 ms; software interrupt {}", i + 1),
+            );
+        }
     }
-    Ok(())
+    step(
+        pdev,
+        "irq",
+        true,
+        format_args!("{} software interrupts, each handled", SOFT_IRQS),
+    )?;
+    let device = rd!(sh, pdev, io, reg::IRQ_COUNT);
+    let driver = sh.handled();
+    step(
+        pdev,
+        "irq_count",
+        device == driver,
+        format_args!("device={} driver={}", device, driver),
+    )
+}
+
+/// What the interrupt handler has seen.
+#[derive(Default)]
+struct IrqState {
+    /// Interrupts handled (INT_STATUS had a source set, acknowledged), counted when the run of
+    /// the handler that handled them is done.
+    handled: u32,
+    /// The sources handled in the last run of the handler.
+    last: u32,
+}
+
+/// State shared by probe, remove and the interrupt handler of one binding.
+#[pin_data]
+struct Shared {
+    bar: Arc<Devres<Regs>>,
+    /// Held across each reported access and its report.
+    #[pin]
+    reports: Mutex<()>,
+    #[pin]
+    irq: Mutex<IrqState>,
+    #[pin]
+    irq_seen: CondVar,
+    /// INTx (shared, masked by the hard half) rather than MSI.
+    intx: bool,
+}
+
+impl Shared {
+    fn new(bar: Arc<Devres<Regs>>, intx: bool) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Shared {
+                bar,
+                reports <- new_mutex!(()),
+                irq <- new_mutex!(IrqState::default()),
+                irq_seen <- new_condvar!(),
+                intx,
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    fn handled(&self) -> u32 {
+        self.irq.lock().handled
+    }
+
+    /// Waits until an interrupt with a source in `sources` is handled after the `before`-th;
+    /// `false` if none came within `IRQ_WAIT_MS` (it was lost).
+    fn wait_interrupt(&self, before: u32, sources: u32) -> bool {
+        let start = Ktime::ktime_get();
+        let mut irq = self.irq.lock();
+        while irq.handled == before || irq.last & sources == 0 {
+            if ktime_ms_delta(Ktime::ktime_get(), start) >= IRQ_WAIT_MS {
+                return false;
+            }
+            let _ = self
+                .irq_seen
+                .wait_interruptible_timeout(&mut irq, msecs_to_jiffies(1));
+        }
+        true
+    }
+}
+
+impl irq::ThreadedHandler for Shared {
+    /// MSI is this device's alone; on a shared INTx line, mask ours (if it is ours) so that the
+    /// thread can run with the line open to the others.
+    fn handle(&self, dev: &Device<Bound>) -> ThreadedIrqReturn {
+        if !self.intx {
+            return ThreadedIrqReturn::WakeThread;
+        }
+        match pci::Device::from_device(dev) {
+            Some(pdev) if pdev.check_and_mask_intx() => ThreadedIrqReturn::WakeThread,
+            _ => ThreadedIrqReturn::None,
+        }
+    }
+
+    /// Reads and acknowledges INT_STATUS through the BAR (the device is bound while this runs,
+    /// so no RCU guard), counts and reports each interrupt. On INTx it unmasks the pin before it
+    /// tells a waiter, so that the next interrupt finds it open; should one have latched since
+    /// (the pin still asserted, so left masked), it is handled in the same run.
+    fn handle_threaded(&self, dev: &Device<Bound>) -> IrqReturn {
+        let io = match self.bar.access(dev) {
+            Ok(io) => io,
+            Err(e) => {
+                // Cannot happen: interrupts are freed before the binding ends. Reported so the
+                // harness fails the boot if it ever does.
+                dev_err!(dev, "event irq_refused {:?}\n", e);
+                return IrqReturn::None;
+            }
+        };
+        let mut ret = IrqReturn::None;
+        // Told to waiters only once the pin is open again.
+        let (mut handled, mut seen) = (self.handled(), 0);
+        for _ in 0..INTX_ROUNDS {
+            let status = rd!(self, dev, io, reg::INT_STATUS);
+            // 0: not ours; all-ones: the device is gone.
+            let ours = status != 0 && status != u32::MAX;
+            if ours {
+                wr!(self, dev, io, status, reg::INT_ACK);
+                handled += 1;
+                seen |= status;
+                dev_info!(dev, "event irq status={:#x} handled={}\n", status, handled);
+                ret = IrqReturn::Handled;
+            }
+            let unmasked = match pci::Device::from_device(dev) {
+                Some(pdev) if self.intx => pdev.check_and_unmask_intx(),
+                _ => true,
+            };
+            if unmasked || !ours {
+                break;
+            }
+        }
+        if seen != 0 {
+            *self.irq.lock() = IrqState {
+                handled,
+                last: seen,
+            };
+            self.irq_seen.notify_all();
+        }
+        ret
+    }
 }
 
 /// Why the worker stopped.
@@ -378,7 +575,7 @@ impl Drop for KeptHandle {
 
 /// Per-device data.
 struct PciRig {
-    bar: Arc<Devres<Regs>>,
+    sh: Arc<Shared>,
 }
 
 impl pci::Driver for PciRig {
@@ -390,31 +587,56 @@ impl pci::Driver for PciRig {
         dev_info!(pdev, "event probe_begin\n");
         pdev.enable_device_mem()?;
         pdev.set_master();
+        // MSI where the platform has it, else the INTx pin (freed when the binding ends).
+        pdev.alloc_irq_vectors(1, 1, pci::IrqTypes::MSI | pci::IrqTypes::INTX)?;
+        let intx = !pdev.msi_enabled();
+        dev_info!(
+            pdev,
+            "event irq_mode {}\n",
+            if intx { "intx" } else { "msi" }
+        );
         let kept = Arc::pin_init(new_mutex!(None), GFP_KERNEL)?;
         Devres::new_foreign_owned(pdev.as_ref(), KeptHandle { bar: kept.clone() }, GFP_KERNEL)?;
         let bar = Arc::new(
             pdev.iomap_region_sized::<BAR0_SIZE>(0, c_str!("pci_rig"))?,
             GFP_KERNEL,
         )?;
+        let sh = Shared::new(bar.clone(), intx)?;
         // The device is bound while probe runs: no RCU guard needed.
         let io = bar.access(pdev.as_ref())?;
-        identify(pdev, io, expect)?;
-        selftest(pdev, io)?;
+        identify(&sh, pdev, io, expect)?;
+        // Start quiet: nothing latched or counted by an earlier binding.
+        wr!(sh, pdev, io, RESET_KEY, reg::RESET);
+        let flags = if intx {
+            irq::Flags::SHARED
+        } else {
+            irq::Flags::NONE
+        };
+        pdev.request_threaded_irq(0, flags, c_str!("pci_rig"), sh.clone())?;
+        wr!(
+            sh,
+            pdev,
+            io,
+            INT_DONE | INT_ERROR | INT_SOFT,
+            reg::INT_ENABLE
+        );
+        selftest(&sh, pdev, io)?;
         *kept.lock() = Some(bar.clone());
         // Joined before it starts, so that a failed probe never leaves it running.
-        let worker = Worker::new(bar.clone())?;
+        let worker = Worker::new(bar)?;
         Devres::new_foreign_owned(pdev.as_ref(), WorkerJoin(worker.clone()), GFP_KERNEL)?;
         worker.start();
         dev_info!(pdev, "event probe_done\n");
-        Ok(KBox::new(PciRig { bar }, GFP_KERNEL)?)
+        Ok(KBox::new(PciRig { sh }, GFP_KERNEL)?)
     }
 
-    /// The worker is not told: the binding ends after this returns, which refuses its access.
+    /// The worker is not told: the binding ends after this returns, which first frees the
+    /// interrupt (waiting for a running handler), then refuses the worker's access.
     fn remove(pdev: &pci::Device<pci::Core>, this: &KBox<PciRig>) {
         dev_info!(pdev, "event remove_begin\n");
-        // Quiesce: a reset drops any pending interrupt and operation.
-        if let Ok(io) = this.bar.access(pdev.as_ref()) {
-            wr!(pdev, io, 1, reg::RESET);
+        // Quiesce: a reset drops any pending interrupt and operation, and disables interrupts.
+        if let Ok(io) = this.sh.bar.access(pdev.as_ref()) {
+            wr!(this.sh, pdev, io, RESET_KEY, reg::RESET);
         }
         dev_info!(pdev, "event remove_done\n");
     }

@@ -77,7 +77,9 @@ impl Arch {
         let args: &[&str] = match self {
             Arch::X86_64 => &["-M", "q35", "-cpu", "max"],
             Arch::Arm64 => &["-M", "virt", "-cpu", "cortex-a57"],
-            Arch::Riscv64 => &["-M", "virt", "-bios", "default"],
+            // AIA with IMSIC gives PCI devices MSI (as GICv2m does on arm64's virt);
+            // without it everything shares INTx lines with the root port's pciehp.
+            Arch::Riscv64 => &["-M", "virt,aia=aplic-imsic", "-bios", "default"],
         };
         let mut v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         v.extend(

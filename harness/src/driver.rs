@@ -90,6 +90,8 @@ pub const STEPS: &[&str] = &[
     "invert",
     "bad_opcode",
     "try_access_bounds",
+    "irq",
+    "irq_count",
 ];
 
 /// One probe of our driver and what it said until the next probe: from

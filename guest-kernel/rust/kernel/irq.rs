@@ -72,8 +72,9 @@
 //!             Counter { bar, handled: AtomicU32::new(0), refused: AtomicU32::new(0) },
 //!             GFP_KERNEL,
 //!         )?;
-//!         pdev.request_threaded_irq(0, irq::Flags::SHARED, c_str!("rust_doctest_irq"),
-//!                                   counter.clone())?;
+//!         // edu's interrupt is level-triggered on INTx: keep it masked until acknowledged.
+//!         let flags = if pdev.msi_enabled() { irq::Flags::NONE } else { irq::Flags::ONESHOT };
+//!         pdev.request_threaded_irq(0, flags, c_str!("rust_doctest_irq"), counter.clone())?;
 //!         counter.bar.access(pdev.as_ref())?.writel(1, RAISE);
 //!         COUNTER.store(counter.clone().into_foreign().cast_mut(), Ordering::SeqCst);
 //!         Ok(counter)
@@ -177,6 +178,18 @@ impl Flags {
     /// The line may be shared with other devices (INTx): handlers must say
     /// [`IrqReturn::None`] to interrupts that are not theirs.
     pub const SHARED: Flags = Flags(bindings::IRQF_SHARED as c_ulong);
+    /// Keep the line masked until the threaded half has run (for a level interrupt whose
+    /// source the hard half cannot silence; not possible on a line shared with handlers that
+    /// do not ask for it too).
+    pub const ONESHOT: Flags = Flags(bindings::IRQF_ONESHOT as c_ulong);
+}
+
+impl core::ops::BitOr for Flags {
+    type Output = Flags;
+
+    fn bitor(self, other: Flags) -> Flags {
+        Flags(self.0 | other.0)
+    }
 }
 
 /// An interrupt handler that runs in hard-IRQ context: it must not sleep.
@@ -186,7 +199,8 @@ pub trait Handler: Send + Sync + 'static {
 }
 
 /// A threaded interrupt handler: a hard-IRQ half and a half that runs in a kernel thread and may
-/// sleep. The line stays masked from the first half to the end of the second (`IRQF_ONESHOT`).
+/// sleep. For a level-triggered line the hard half must silence the source before it wakes the
+/// thread (e.g. mask the device's INTx), or the request must ask for [`Flags::ONESHOT`].
 pub trait ThreadedHandler: Send + Sync + 'static {
     /// The hard-IRQ half; by default it wakes the thread.
     fn handle(&self, _dev: &Device<Bound>) -> ThreadedIrqReturn {
@@ -433,7 +447,7 @@ pub fn request<T: Handler>(
 /// }
 ///
 /// fn wire(dev: &Device<Bound>, irq: u32) -> Result {
-///     irq::request_threaded(dev, irq, irq::Flags::SHARED, kernel::c_str!("my_driver"),
+///     irq::request_threaded(dev, irq, irq::Flags::ONESHOT, kernel::c_str!("my_driver"),
 ///                           Arc::new(Slow, GFP_KERNEL)?)
 /// }
 /// ```
@@ -449,7 +463,7 @@ pub fn request_threaded<T: ThreadedHandler>(
         register(
             dev,
             irq,
-            flags.0 | bindings::IRQF_ONESHOT as c_ulong,
+            flags.0,
             name,
             handler,
             Some(first_half::<T>),

@@ -809,6 +809,31 @@ impl<Ctx: DeviceContext> Device<Ctx> {
     }
 }
 
+impl<Ctx: DeviceContext> Device<Ctx> {
+    /// The PCI device that `dev` is, if it is one (in the same context).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::{device, pci};
+    /// fn vendor(dev: &device::Device<device::Bound>) -> Option<u16> {
+    ///     pci::Device::from_device(dev).map(|p| p.vendor_id())
+    /// }
+    /// ```
+    pub fn from_device(dev: &device::Device<Ctx>) -> Option<&Self> {
+        // SAFETY: `dev` is valid; `bus` is set when the device is added and not changed.
+        let bus = unsafe { (*dev.as_raw()).bus };
+        if !core::ptr::eq(bus, core::ptr::addr_of!(bindings::pci_bus_type)) {
+            return None;
+        }
+        // SAFETY: A device on the PCI bus is the `dev` field of a `struct pci_dev`, valid as long
+        // as `dev` and in its context.
+        Some(unsafe {
+            Self::from_raw(crate::container_of!(dev.as_raw(), bindings::pci_dev, dev).cast_mut())
+        })
+    }
+}
+
 impl Device {
     /// Returns the vendor id.
     ///
@@ -987,6 +1012,36 @@ impl Device<Bound> {
         })?;
         // Cannot wrap: `n` is positive.
         Ok(n as u32)
+    }
+
+    /// For a shared INTx handler's hard half: whether this device asserts INTx; if so, masks it
+    /// (command register) so the threaded half can run with the line unmasked for the others.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// fn mine(pdev: &kernel::pci::Device<kernel::pci::Bound>) -> bool {
+    ///     pdev.check_and_mask_intx()
+    /// }
+    /// ```
+    pub fn check_and_mask_intx(&self) -> bool {
+        // SAFETY: `self` is a valid `pci_dev`; the function takes its own lock, from any context.
+        unsafe { bindings::pci_check_and_mask_intx(self.as_raw()) }
+    }
+
+    /// Unmasks this device's INTx (after [`Device::check_and_mask_intx`]), unless it still
+    /// asserts it; returns whether it unmasked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// fn done(pdev: &kernel::pci::Device<kernel::pci::Bound>) {
+    ///     pdev.check_and_unmask_intx();
+    /// }
+    /// ```
+    pub fn check_and_unmask_intx(&self) -> bool {
+        // SAFETY: `self` is a valid `pci_dev`; the function takes its own lock.
+        unsafe { bindings::pci_check_and_unmask_intx(self.as_raw()) }
     }
 
     /// Whether the allocated vectors are MSI (else INTx).
