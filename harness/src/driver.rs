@@ -94,6 +94,9 @@ pub const STEPS: &[&str] = &[
     "irq_count",
 ];
 
+/// How a step's detail starts when the interrupt it waited for never came.
+pub const LOST_INTERRUPT: &str = "no interrupt within";
+
 /// One probe of our driver and what it said until the next probe: from
 /// `event probe_begin` on.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -116,7 +119,8 @@ pub struct Binding {
 pub enum ProbeEnd {
     /// Every step of `STEPS` passed, in order, and probe_done followed.
     Bound,
-    /// `step identify FAIL WHAT …` (WHAT: `magic` or `version`) and nothing more.
+    /// `step identify FAIL WHAT …` (WHAT: `magic` or `version`) and nothing more; or
+    /// `interrupt`: a step failed because its interrupt never came (it was lost).
     Refused(String),
 }
 
@@ -135,6 +139,17 @@ impl Binding {
             [only] if !self.probed && only.name == "identify" && !only.ok => {
                 let what = only.detail.split_whitespace().next().unwrap_or("");
                 Ok(ProbeEnd::Refused(what.to_string()))
+            }
+            // Identified, then an interrupt never came: the steps so far in order, all ok
+            // but the last, which says so.
+            [done @ .., last]
+                if !self.probed
+                    && !last.ok
+                    && last.detail.starts_with(LOST_INTERRUPT)
+                    && done.iter().all(|s| s.ok)
+                    && STEPS.starts_with(&names) =>
+            {
+                Ok(ProbeEnd::Refused("interrupt".into()))
             }
             _ if !failed.is_empty() => {
                 Err(format!("self-test steps failed: {}", failed.join(", ")))
@@ -192,6 +207,10 @@ pub fn history(lines: &[String]) -> Result<Vec<Actor>, String> {
                 ok: result == "ok",
                 detail: w.next().unwrap_or("").to_string(),
             });
+        } else if is_event(line, "irq_refused") {
+            return Err(format!(
+                "the interrupt handler was refused the BAR, so it ran after its binding ended: `{line}`"
+            ));
         } else if is_event(line, "probe_done") {
             binding.probed = true;
         } else if is_event(line, "worker_stopped") {
@@ -328,6 +347,36 @@ mod tests {
             .end()
             .unwrap_err();
         assert!(e.contains("scratch (x)"), "{e}");
+    }
+
+    #[test]
+    fn a_lost_interrupt_refuses_only_as_the_last_step_after_clean_ones() {
+        let lost = "no interrupt within 100 ms; status=0x2 crc=0x0 want=0xeaab849";
+        let ok = |n: &'static str| (n, true, "");
+        let steps = [ok("identify"), ok("scratch"), ("scratch", false, lost)];
+        assert_eq!(
+            binding(&steps, false).end(),
+            Ok(ProbeEnd::Refused("interrupt".into()))
+        );
+        // Any other failure, a failure before the last step, steps out of order, or a probe
+        // that bound anyway is no clean refusal.
+        let other = [ok("identify"), ("scratch", false, "wrote=0x0 read=0x1")];
+        assert!(binding(&other, false).end().is_err());
+        let early = [ok("identify"), ("scratch", false, lost), ok("scratch")];
+        assert!(binding(&early, false).end().is_err());
+        let disorder = [ok("scratch"), ("identify", false, lost)];
+        assert!(binding(&disorder, false).end().is_err());
+        assert!(binding(&steps, true).end().is_err());
+    }
+
+    #[test]
+    fn a_handler_refused_the_bar_fails_the_boot() {
+        let e = history(&lines(&[
+            "pci_rig 0000:01:00.0: event probe_begin",
+            "pci_rig 0000:01:00.0: event irq_refused ENXIO",
+        ]))
+        .unwrap_err();
+        assert!(e.contains("ran after its binding ended"), "{e}");
     }
 
     #[test]

@@ -58,6 +58,8 @@ pub struct DriverExpect {
     pub unplugs: usize,
     /// Why the worker stops.
     pub stop: WorkerStop,
+    /// How every probe that bound said it takes interrupts (`event irq_mode msi|intx`).
+    pub irq_mode: &'static str,
 }
 
 /// Why the driver's worker stops, as it prints it (`reason=…`).
@@ -80,6 +82,7 @@ const fn driver(probes: usize, removes: usize, unbind: bool) -> Option<DriverExp
         settle: unbind,
         unplugs: 0,
         stop: WorkerStop::Refused,
+        irq_mode: "msi",
     })
 }
 
@@ -276,13 +279,28 @@ pub const MODULES: Scenario = driver_scenario(
 );
 pub const PROBE_ERROR: Scenario = driver_scenario(
     "probe-error",
-    "wrong identification, then a wrong major version only (device knobs): probe refuses each cleanly, BAR released; cleared: the driver binds",
+    "wrong identification, then a wrong major version only, then lost interrupts (device knobs): probe refuses each cleanly, BAR released; cleared: the driver binds",
     180,
     Some(DriverExpect {
-        refused: &["magic", "version"],
+        refused: &["magic", "version", "interrupt"],
         ..driver(1, 0, false).unwrap()
     }),
 );
+
+/// `unbind`'s steps with MSI switched off on the kernel command line: the
+/// driver falls back to its INTx pin, shared, masked by the hard half.
+pub const IRQ_INTX: Scenario = Scenario {
+    cmdline: "pci=nomsi",
+    ..driver_scenario(
+        "irq-intx",
+        "as unbind, with MSI off (pci=nomsi): the driver takes INTx, every operation's and software interrupt handled once and counted by the device",
+        180,
+        Some(DriverExpect {
+            irq_mode: "intx",
+            ..driver(1, 1, true).unwrap()
+        }),
+    )
+};
 
 pub const HOTUNPLUG: Scenario = Scenario {
     x86_qemu_args: &["-global", "ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off"],
@@ -399,6 +417,7 @@ pub const ALL: &[&Scenario] = &[
     &REBIND,
     &MODULES,
     &PROBE_ERROR,
+    &IRQ_INTX,
     &HOTUNPLUG,
     &HOTUNPLUG_ACPI,
     &SURPRISE,
@@ -716,8 +735,15 @@ fn judge_driver(want: &DriverExpect, c: &Console, device: &[Stopped]) -> Result<
     }
     if refused != want.refused {
         return Err(format!(
-            "the driver refused identification for {refused:?}, expected {:?}",
+            "the driver refused the device for {refused:?}, expected {:?}",
             want.refused
+        ));
+    }
+    let modes = r.all("irq_mode");
+    if modes.len() < probes || modes.iter().any(|m| *m != want.irq_mode) {
+        return Err(format!(
+            "the driver took its interrupts as {modes:?}, expected {} in every probe",
+            want.irq_mode
         ));
     }
     for event in ["remove_begin", "remove_done", "worker_stopped"] {
@@ -1036,7 +1062,11 @@ mod tests {
     /// A probe that passes every self-test step, reporting one MMIO access
     /// (the MAGIC read); the device saw `magic_read()`.
     fn probe() -> Vec<String> {
-        let mut texts = vec!["event probe_begin".to_string(), MAGIC_READ.into()];
+        let mut texts = vec![
+            "event probe_begin".to_string(),
+            "event irq_mode msi".into(),
+            MAGIC_READ.into(),
+        ];
         texts.extend(driver::STEPS.iter().map(|s| format!("step {s} ok x=1")));
         texts.push("event probe_done".into());
         texts
@@ -1219,7 +1249,7 @@ mod tests {
     }
 
     #[test]
-    fn probe_error_needs_both_refusals_then_a_clean_probe() {
+    fn probe_error_needs_every_refusal_then_a_clean_probe() {
         let want = PROBE_ERROR.driver.unwrap();
         let refusal = |what: &str, value: &str| {
             vec![
@@ -1233,22 +1263,31 @@ mod tests {
         let mut version = refusal("version", "0x20000");
         version.insert(2, at(1.0, "# mmio r bar0 0x4 4 0x20000"));
         lines.extend(version);
+        lines.extend([
+            at(2.0, "event probe_begin"),
+            at(2.0, MAGIC_READ),
+            at(2.0, "step identify ok x=1"),
+            at(2.0, "step scratch FAIL no interrupt within 100 ms; status=0x2"),
+        ]);
         lines.extend(probe().iter().map(|t| at(3.0, t)));
         let log = [
             access(1, 0, 0x0bad_0bad, "read"),
             magic_read(2),
             access(3, 4, 0x2_0000, "read"),
             magic_read(4),
+            magic_read(5),
         ];
         let judge_it =
             |lines: &[String]| judge_driver(&want, &console_of(lines, vec![]), &stopped(&log));
         let ok = judge_it(&lines).unwrap();
-        assert!(ok.contains("2 refused (magic, version)"), "{ok}");
+        assert!(ok.contains("3 refused (magic, version, interrupt)"), "{ok}");
         let only_magic = [&lines[..3], &lines[7..]].concat();
         let log = [access(1, 0, 0x0bad_0bad, "read"), magic_read(2)];
         let e = judge_driver(&want, &console_of(&only_magic, vec![]), &stopped(&log)).unwrap_err();
         assert!(
-            e.contains(r#"refused identification for ["magic"], expected ["magic", "version"]"#),
+            e.contains(
+                r#"refused the device for ["magic", "interrupt"], expected ["magic", "version", "interrupt"]"#
+            ),
             "{e}"
         );
     }
