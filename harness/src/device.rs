@@ -228,44 +228,9 @@ pub fn parse_claim(line: &str) -> Option<Claimed> {
     })
 }
 
-/// Checks that every claimed access appears in the device log, in the same
-/// order, with the same value. Returns the number matched, or the first
-/// claim the log does not back.
-pub fn match_claims(claims: &[Claimed], log: &[Access]) -> Result<usize, String> {
-    let mut entries = log.iter().filter(|a| a.region != "config");
-    for (i, c) in claims.iter().enumerate() {
-        let found = entries.by_ref().any(|a| c.is(a));
-        if !found {
-            return Err(format!(
-                "guest access #{} ({} {} 0x{:x} size {} value 0x{:x}) is not in the device log after the ones before it",
-                i + 1,
-                c.kind,
-                c.region,
-                c.offset,
-                c.size,
-                c.value
-            ));
-        }
-    }
-    Ok(claims.len())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn access(seq: u64, region: &str, offset: u64, value: u64, kind: &str) -> Access {
-        Access {
-            seq,
-            time_ns: seq,
-            region: region.into(),
-            offset,
-            size: 4,
-            value: Some(value),
-            kind: kind.into(),
-            class: "ok".into(),
-        }
-    }
 
     #[test]
     fn parses_guest_claims() {
@@ -282,31 +247,5 @@ mod tests {
         );
         assert_eq!(parse_claim("# mmio x bar0 0x8 4 0x1"), None);
         assert_eq!(parse_claim("ok 1 mmio"), None);
-    }
-
-    #[test]
-    fn claims_must_appear_in_order_with_their_values() {
-        let log = vec![
-            access(1, "config", 0, 0x7072, "read"),
-            access(2, "bar0", 8, 5, "write"),
-            access(3, "bar0", 12, 0, "read"),
-            access(4, "bar0", 8, 5, "read"),
-        ];
-        let claim = |kind, offset, value| Claimed {
-            kind,
-            region: "bar0".into(),
-            offset,
-            size: 4,
-            value,
-        };
-        assert_eq!(
-            match_claims(&[claim("write", 8, 5), claim("read", 8, 5)], &log),
-            Ok(2)
-        );
-        // Wrong value, wrong order, and an access the device never saw all fail.
-        assert!(match_claims(&[claim("write", 8, 6)], &log).is_err());
-        assert!(match_claims(&[claim("read", 8, 5), claim("write", 8, 5)], &log).is_err());
-        let e = match_claims(&[claim("read", 0x100, 0)], &log).unwrap_err();
-        assert!(e.contains("guest access #1 (read bar0 0x100"), "{e}");
     }
 }

@@ -3,15 +3,13 @@
 //! it against the device's access log.
 
 use crate::console::{strip_timestamp, timestamp};
-use crate::device::{self, Access, Claimed};
+use crate::device::{self, Claimed};
 
 /// The driver's lines, in console order.
 #[derive(Debug, Default)]
 pub struct Report {
     /// `event NAME …` lines: the name and the rest.
     pub events: Vec<(String, String)>,
-    /// `step NAME ok|FAIL …` lines.
-    pub steps: Vec<(String, bool)>,
 }
 
 /// The text after `pci_rig <bdf>: `, if the line is the driver's.
@@ -42,11 +40,6 @@ pub fn report(lines: &[String]) -> Report {
         if let Some(ev) = text.strip_prefix("event ") {
             let (name, rest) = ev.split_once(' ').unwrap_or((ev, ""));
             r.events.push((name.to_string(), rest.to_string()));
-        } else if let Some(st) = text.strip_prefix("step ") {
-            let mut w = st.split_whitespace();
-            if let (Some(name), Some(result)) = (w.next(), w.next()) {
-                r.steps.push((name.to_string(), result == "ok"));
-            }
         }
     }
     r
@@ -64,13 +57,150 @@ impl Report {
             .map(|(_, rest)| rest.as_str())
     }
 
-    pub fn failed_steps(&self) -> Vec<&str> {
-        self.steps
+    /// The rest of every `event NAME` line, in order.
+    pub fn all(&self, event: &str) -> Vec<&str> {
+        self.events
             .iter()
-            .filter(|(_, ok)| !ok)
-            .map(|(n, _)| n.as_str())
+            .filter(|(e, _)| e == event)
+            .map(|(_, rest)| rest.as_str())
             .collect()
     }
+}
+
+/// One `step NAME ok|FAIL DETAIL` line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    pub name: String,
+    pub ok: bool,
+    pub detail: String,
+}
+
+/// The self-test every successful probe reports, step by step, in order
+/// (guest-kernel/driver/README.md).
+pub const STEPS: &[&str] = &[
+    "identify",
+    "scratch",
+    "scratch",
+    "scratch",
+    "scratch",
+    "scratch",
+    "counter",
+    "fill",
+    "crc32",
+    "invert",
+    "bad_opcode",
+    "try_access_bounds",
+];
+
+/// One probe of our driver and what it said until the next probe: from
+/// `event probe_begin` on.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Binding {
+    pub steps: Vec<Step>,
+    /// The `# mmio` accesses before `event probe_done` (all of them when
+    /// probe failed): made before the worker starts.
+    pub probe_claims: Vec<Claimed>,
+    /// Probe succeeded (`event probe_done`), so the worker runs.
+    pub probed: bool,
+    /// The `# mmio` accesses after `event probe_done` (remove()'s).
+    pub later_claims: Vec<Claimed>,
+    /// `event worker_stopped … accesses=N`: the binding ended and its worker,
+    /// joined, had read MAGIC N times (reads it does not report one by one).
+    pub worker_reads: Option<u64>,
+}
+
+/// How a probe ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProbeEnd {
+    /// Every step of `STEPS` passed, in order, and probe_done followed.
+    Bound,
+    /// `step identify FAIL WHAT …` (WHAT: `magic` or `version`) and nothing more.
+    Refused(String),
+}
+
+impl Binding {
+    /// How this probe ended, or why its steps are not a complete self-test
+    /// nor a clean refusal.
+    pub fn end(&self) -> Result<ProbeEnd, String> {
+        let names: Vec<&str> = self.steps.iter().map(|s| s.name.as_str()).collect();
+        let failed: Vec<String> = self
+            .steps
+            .iter()
+            .filter(|s| !s.ok)
+            .map(|s| format!("{} ({})", s.name, s.detail))
+            .collect();
+        match &self.steps[..] {
+            [only] if !self.probed && only.name == "identify" && !only.ok => {
+                let what = only.detail.split_whitespace().next().unwrap_or("");
+                Ok(ProbeEnd::Refused(what.to_string()))
+            }
+            _ if !failed.is_empty() => {
+                Err(format!("self-test steps failed: {}", failed.join(", ")))
+            }
+            _ if names != STEPS => Err(format!("self-test steps {names:?}, expected {STEPS:?}")),
+            _ if !self.probed => Err("every step passed but probe never printed probe_done".into()),
+            _ => Ok(ProbeEnd::Bound),
+        }
+    }
+}
+
+/// Who made the device accesses the guest reports, in console order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Actor {
+    /// Our driver, during one binding.
+    Driver(Binding),
+    /// User space (`# mmio …` with no driver prefix, e.g. devmem in a script).
+    User(Claimed),
+}
+
+/// The console read as a history of who touched the device.
+pub fn history(lines: &[String]) -> Result<Vec<Actor>, String> {
+    let mut out = Vec::new();
+    let mut current: Option<usize> = None;
+    for line in lines {
+        let Some(text) = driver_text(line) else {
+            if let Some(c) = device::parse_claim(strip_timestamp(line)) {
+                out.push(Actor::User(c));
+            }
+            continue;
+        };
+        if is_event(line, "probe_begin") {
+            current = Some(out.len());
+            out.push(Actor::Driver(Binding::default()));
+            continue;
+        }
+        let binding = match current.map(|i| &mut out[i]) {
+            Some(Actor::Driver(b)) => b,
+            _ if text.starts_with("# mmio ") || text.starts_with("step ") => {
+                return Err(format!("a driver line outside any probe: `{line}`"))
+            }
+            _ => continue,
+        };
+        if let Some(c) = device::parse_claim(text) {
+            if binding.probed {
+                binding.later_claims.push(c);
+            } else {
+                binding.probe_claims.push(c);
+            }
+        } else if let Some(step) = text.strip_prefix("step ") {
+            let mut w = step.splitn(3, ' ');
+            let (name, result) = (w.next().unwrap_or(""), w.next().unwrap_or(""));
+            binding.steps.push(Step {
+                name: name.to_string(),
+                ok: result == "ok",
+                detail: w.next().unwrap_or("").to_string(),
+            });
+        } else if is_event(line, "probe_done") {
+            binding.probed = true;
+        } else if is_event(line, "worker_stopped") {
+            let n = text
+                .split_once("accesses=")
+                .and_then(|(_, n)| n.split_whitespace().next()?.parse().ok())
+                .ok_or_else(|| format!("no accesses=N in `{line}`"))?;
+            binding.worker_reads = Some(n);
+        }
+    }
+    Ok(out)
 }
 
 /// Milliseconds from each `event FROM` to the `event TO` that follows it, by
@@ -91,82 +221,12 @@ pub fn between_ms(lines: &[String], from: &str, to: &str) -> Vec<f64> {
     took
 }
 
-/// The MMIO accesses the driver reports (`# mmio …` after its prefix).
-pub fn claims(lines: &[String]) -> Vec<Claimed> {
-    lines
-        .iter()
-        .filter_map(|l| device::parse_claim(driver_text(l)?))
-        .collect()
-}
-
-/// The register the worker reads (MAGIC), without reporting each read.
-const WORKER_READS: u64 = 0x0;
-
-/// Checks that the device saw nothing the driver does not account for,
-/// during its first binding (`log`) up to the worker's joining at the
-/// binding's release (`event worker_stopped … accesses=N`): every BAR access
-/// is one the driver reported (`# mmio`), in order, or one of the worker's N
-/// MAGIC reads. N is the worker's count when it stopped, refused or gone, so
-/// no access can come after. Returns N.
-pub fn account_for_accesses(lines: &[String], log: &[Access]) -> Result<u64, String> {
-    let joined =
-        event_at(lines, "worker_stopped").ok_or("the driver never printed worker_stopped")?;
-    let counted: u64 = driver_text(&lines[joined])
-        .and_then(|t| {
-            t.split_once("accesses=")?
-                .1
-                .split_whitespace()
-                .next()?
-                .parse()
-                .ok()
-        })
-        .ok_or_else(|| format!("no accesses=N in `{}`", lines[joined]))?;
-    let claims = claims(&lines[..joined]);
-    let mut next = claims.iter().peekable();
-    let mut worker = 0;
-    for a in log.iter().filter(|a| a.region != "config") {
-        if next.peek().is_some_and(|c| c.is(a)) {
-            next.next();
-        } else if a.kind == "read" && a.region == "bar0" && a.offset == WORKER_READS {
-            worker += 1;
-        } else {
-            return Err(format!(
-                "the device saw an access the driver did not make: {a:?}"
-            ));
-        }
-    }
-    if let Some(c) = next.next() {
-        return Err(format!(
-            "the driver reported {c:?}, which the device never saw"
-        ));
-    }
-    if worker != counted {
-        return Err(format!(
-            "the device saw {worker} MAGIC reads besides the reported ones, the worker counted {counted}"
-        ));
-    }
-    Ok(counted)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn lines(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
-    }
-
-    fn access(seq: u64, region: &str, offset: u64, value: u64, kind: &str) -> Access {
-        Access {
-            seq,
-            time_ns: seq,
-            region: region.into(),
-            offset,
-            size: 4,
-            value: Some(value),
-            kind: kind.into(),
-            class: "ok".into(),
-        }
     }
 
     const CONSOLE: &[&str] = &[
@@ -180,17 +240,26 @@ mod tests {
         "[  2.004] pci_rig 0000:01:00.0: event remove_done",
         "[    2.1] pci_rig 0000:01:00.0: event worker_stopped reason=Refused accesses=2",
         "[    2.0] pci 0000:01:00.0: something else # mmio r bar0 0x0 4 0x0",
+        "# mmio r bar0 0x4 4 0x10000",
     ];
 
     #[test]
-    fn reads_events_steps_and_claims() {
+    fn reads_events_bindings_and_user_space_accesses() {
         let r = report(&lines(CONSOLE));
         assert_eq!(r.count("probe_done"), 1);
         assert_eq!(r.event("worker_stopped"), Some("reason=Refused accesses=2"));
-        assert_eq!(r.failed_steps(), ["scratch"]);
-        let c = claims(&lines(CONSOLE));
-        assert_eq!(c.len(), 2, "only the driver's own lines count: {c:?}");
-        assert_eq!((c[1].kind, c[1].offset, c[1].value), ("write", 0x50, 1));
+        let h = history(&lines(CONSOLE)).unwrap();
+        assert_eq!(h.len(), 2, "one binding, one user-space access: {h:?}");
+        let Actor::Driver(b) = &h[0] else { panic!() };
+        assert_eq!(b.probe_claims.len(), 1);
+        assert_eq!(
+            (b.later_claims[0].kind, b.later_claims[0].offset),
+            ("write", 0x50)
+        );
+        assert!(b.probed);
+        assert_eq!(b.worker_reads, Some(2));
+        assert_eq!(b.steps[1].detail, "wrote=0x0 read=0x1");
+        assert!(matches!(&h[1], Actor::User(c) if c.offset == 4));
         let took = between_ms(&lines(CONSOLE), "remove_begin", "remove_done");
         assert_eq!(took.len(), 1);
         assert!((took[0] - 4.0).abs() < 1e-6, "{took:?}");
@@ -200,6 +269,75 @@ mod tests {
             between_ms(&lines(&CONSOLE[..7]), "remove_begin", "remove_done").is_empty(),
             "no remove_done yet"
         );
+    }
+
+    fn binding(steps: &[(&str, bool, &str)], probed: bool) -> Binding {
+        Binding {
+            steps: steps
+                .iter()
+                .map(|&(name, ok, detail)| Step {
+                    name: name.into(),
+                    ok,
+                    detail: detail.into(),
+                })
+                .collect(),
+            probed,
+            ..Binding::default()
+        }
+    }
+
+    #[test]
+    fn a_probe_binds_only_with_every_step() {
+        let all: Vec<(&str, bool, &str)> = STEPS.iter().map(|&n| (n, true, "")).collect();
+        assert_eq!(binding(&all, true).end(), Ok(ProbeEnd::Bound));
+        // A step left out, one failed, one repeated, or no probe_done.
+        let e = binding(&all[..all.len() - 1], true).end().unwrap_err();
+        assert!(e.contains("expected [\"identify\", \"scratch\""), "{e}");
+        let mut failed = all.clone();
+        failed[7] = ("fill", false, "status=0x6");
+        let e = binding(&failed, true).end().unwrap_err();
+        assert!(
+            e.contains("self-test steps failed: fill (status=0x6)"),
+            "{e}"
+        );
+        let mut twice = all.clone();
+        twice.push(("counter", true, ""));
+        assert!(binding(&twice, true).end().is_err());
+        let e = binding(&all, false).end().unwrap_err();
+        assert!(e.contains("never printed probe_done"), "{e}");
+    }
+
+    #[test]
+    fn a_refusal_is_identify_failing_alone() {
+        let refused = |detail| binding(&[("identify", false, detail)], false).end();
+        assert_eq!(
+            refused("magic 0xbad0bad, expected 0x70726967"),
+            Ok(ProbeEnd::Refused("magic".into()))
+        );
+        assert_eq!(
+            refused("version 0x20000, this driver speaks major 1"),
+            Ok(ProbeEnd::Refused("version".into()))
+        );
+        // Refused, yet bound; or failing later than identify.
+        assert!(binding(&[("identify", false, "magic 0x0")], true)
+            .end()
+            .is_err());
+        let e = binding(&[("identify", true, ""), ("scratch", false, "x")], false)
+            .end()
+            .unwrap_err();
+        assert!(e.contains("scratch (x)"), "{e}");
+    }
+
+    #[test]
+    fn driver_lines_outside_a_probe_are_an_error() {
+        let e = history(&lines(&["pci_rig 0000:01:00.0: # mmio r bar0 0x0 4 0x1"])).unwrap_err();
+        assert!(e.contains("outside any probe"), "{e}");
+        let e = history(&lines(&[
+            "pci_rig 0000:01:00.0: event probe_begin",
+            "pci_rig 0000:01:00.0: event worker_stopped reason=Refused",
+        ]))
+        .unwrap_err();
+        assert!(e.contains("no accesses=N"), "{e}");
     }
 
     /// The driver is safe code only: the compiler enforces it through
@@ -215,38 +353,5 @@ mod tests {
             .filter(|l| l.contains("unsafe") && !l.contains("forbid(unsafe_code)"))
             .collect();
         assert!(uses.is_empty(), "{uses:?}");
-    }
-
-    #[test]
-    fn every_device_access_is_reported_or_counted_by_the_worker() {
-        let console = lines(CONSOLE);
-        let magic = |seq| access(seq, "bar0", 0, 0x7072_6967, "read");
-        let log = vec![
-            magic(1),
-            magic(2),
-            access(3, "config", 4, 0, "write"),
-            access(4, "bar0", 0x50, 1, "write"),
-            magic(5),
-        ];
-        assert_eq!(account_for_accesses(&console, &log), Ok(2));
-
-        let mut late = log.clone();
-        late.push(magic(6));
-        let e = account_for_accesses(&console, &late).unwrap_err();
-        assert!(
-            e.contains("3 MAGIC reads") && e.contains("counted 2"),
-            "{e}"
-        );
-
-        let mut stray = log.clone();
-        stray.push(access(6, "bar0", 0x8, 0, "write"));
-        let e = account_for_accesses(&console, &stray).unwrap_err();
-        assert!(e.contains("did not make"), "{e}");
-
-        let e = account_for_accesses(&console, &log[..3]).unwrap_err();
-        assert!(e.contains("never saw"), "{e}");
-
-        let e = account_for_accesses(&lines(&CONSOLE[..8]), &log).unwrap_err();
-        assert!(e.contains("never printed worker_stopped"), "{e}");
     }
 }

@@ -42,7 +42,9 @@ pub fn parse_line(line: &str) -> Option<Line> {
         None => (rest.trim(), ""),
     };
     let name = name.trim_start_matches("- ").to_string();
-    let skip = directive.to_ascii_uppercase().starts_with("SKIP");
+    // KTAP skips are `ok … # SKIP`; a failing test whose reason happens to start with
+    // "skip" is a failure.
+    let skip = ok && directive.to_ascii_uppercase().starts_with("SKIP");
     Some(Line::Result(TestResult {
         depth,
         number,
@@ -67,7 +69,7 @@ mod tests {
                 count: 12
             })
         );
-        let Some(Line::Result(r)) = parse_line("not ok 2 unload # SKIP no module") else {
+        let Some(Line::Result(r)) = parse_line("ok 2 unload # SKIP no module") else {
             panic!()
         };
         assert_eq!(
@@ -78,8 +80,13 @@ mod tests {
                 r.name.as_str(),
                 r.directive.as_str()
             ),
-            (2, false, true, "unload", "SKIP no module")
+            (2, true, true, "unload", "SKIP no module")
         );
+        // A failure whose reason starts with "skip" is a failure, not a skip.
+        let Some(Line::Result(r)) = parse_line("not ok 3 load # skipping: no such file") else {
+            panic!()
+        };
+        assert_eq!((r.ok, r.skip), (false, false));
         let Some(Line::Result(r)) = parse_line("    ok 7 - rust_doctest_kernel_io_rs_0") else {
             panic!()
         };

@@ -1,7 +1,8 @@
 //! KUnit results from the console: suites, their tests, and a summary per
-//! kernel-crate module for the doc examples (`rust_doctest_kernel_<module>_rs_<n>`).
+//! kernel-crate module for the doc examples (`rust_doctest_kernel_<module>_rs_<n>`);
+//! and the rules a KUnit boot is judged by (`judge`).
 
-use crate::console::strip_timestamp;
+use crate::console::{strip_timestamp, timestamp};
 use crate::ktap::{self, Line, TestResult};
 use std::collections::BTreeMap;
 
@@ -11,25 +12,54 @@ pub struct Suite {
     /// The number of tests the suite announced.
     pub planned: Option<usize>,
     pub tests: Vec<TestResult>,
+    /// Where each test's source is (`# NAME.location: FILE:LINE`), by test name.
+    pub locations: BTreeMap<String, String>,
     /// The suite's own result line, once printed.
-    pub ok: Option<bool>,
+    pub result: Option<TestResult>,
 }
 
 impl Suite {
     pub fn failed(&self) -> impl Iterator<Item = &TestResult> {
-        self.tests.iter().filter(|t| !t.ok && !t.skip)
+        self.tests.iter().filter(|t| !t.ok)
+    }
+
+    pub fn location(&self, test: &str) -> &str {
+        self.locations.get(test).map_or("", String::as_str)
     }
 }
 
-/// Collects every suite printed on the console, in order.
-pub fn suites(lines: &[String]) -> Vec<Suite> {
-    let mut out: Vec<Suite> = Vec::new();
+/// What KUnit printed: the top-level plan (`1..N`, the number of suites)
+/// and every suite, in order.
+#[derive(Debug, Default)]
+pub struct Run {
+    pub planned: Option<usize>,
+    pub suites: Vec<Suite>,
+    /// Lines that look like KUnit's but carry no printk stamp: user space
+    /// printed them, not the kernel. They count for nothing.
+    pub foreign: Vec<String>,
+}
+
+/// Whether a console line (stamp stripped) looks like KUnit output.
+fn looks_like_kunit(line: &str) -> bool {
+    line.trim_start().starts_with("# Subtest:") || ktap::parse_line(line).is_some()
+}
+
+/// Collects the top-level plan and every suite the kernel printed on the
+/// console (lines with a printk stamp).
+pub fn run(lines: &[String]) -> Run {
+    let mut out = Run::default();
     let mut current: Option<Suite> = None;
     for raw in lines {
         let line = strip_timestamp(raw);
+        if timestamp(raw).is_none() {
+            if looks_like_kunit(line) {
+                out.foreign.push(raw.clone());
+            }
+            continue;
+        }
         if let Some(name) = line.trim_start().strip_prefix("# Subtest: ") {
             if line.starts_with("    ") {
-                out.extend(current.take());
+                out.suites.extend(current.take());
                 current = Some(Suite {
                     name: name.trim().to_string(),
                     ..Suite::default()
@@ -37,18 +67,165 @@ pub fn suites(lines: &[String]) -> Vec<Suite> {
             }
             continue;
         }
+        if let (Some(s), Some((test, at))) = (
+            current.as_mut(),
+            line.trim_start()
+                .strip_prefix("# ")
+                .and_then(|l| l.split_once(".location: ")),
+        ) {
+            s.locations.insert(test.to_string(), at.trim().to_string());
+            continue;
+        }
         match (ktap::parse_line(line), current.as_mut()) {
+            (Some(Line::Plan { depth: 0, count }), None) if out.suites.is_empty() => {
+                out.planned.get_or_insert(count);
+            }
             (Some(Line::Plan { depth: 1, count }), Some(s)) => s.planned = Some(count),
             (Some(Line::Result(r)), Some(s)) if r.depth == 1 => s.tests.push(r),
             (Some(Line::Result(r)), Some(s)) if r.depth == 0 && r.name == s.name => {
-                s.ok = Some(r.ok);
-                out.extend(current.take());
+                s.result = Some(r);
+                out.suites.extend(current.take());
             }
             _ => {}
         }
     }
-    out.extend(current);
+    out.suites.extend(current);
     out
+}
+
+/// Collects every suite printed on the console, in order.
+pub fn suites(lines: &[String]) -> Vec<Suite> {
+    run(lines).suites
+}
+
+/// A test that may skip, and why (it is reported, never hidden).
+pub struct ExpectedSkip {
+    /// The test's source location as KUnit prints it.
+    pub location: &'static str,
+    pub why: &'static str,
+}
+
+/// Tests allowed to skip. DESIGN.md: `current!().group_leader().pid()` (task.rs:52)
+/// Oopsed on 6.12 when first measured; if it is ever excluded, it must say so as a skip.
+pub const EXPECTED_SKIPS: &[ExpectedSkip] = &[ExpectedSkip {
+    location: "rust/kernel/task.rs:52",
+    why: "current!().group_leader().pid() Oopsed on 6.12 (DESIGN.md)",
+}];
+
+/// The least number of doctests each of our modules must run: a module
+/// whose doc examples went missing fails. Counted from a real run's console
+/// (doctests only grow); the module is the test name's
+/// `rust_doctest_kernel_<module>_rs_<n>`.
+pub const MIN_DOCTESTS: &[(&str, usize)] = &[
+    ("io", 40),
+    ("revocable", 8),
+    ("devres", 8),
+    ("pci", 25),
+    ("driver", 5),
+    ("device_id", 13),
+    ("sync_rcu", 5),
+];
+
+/// Judges a KUnit boot: the plan matches the suites seen, every suite ran
+/// all it announced and says `ok`, every test passed (a skip only where
+/// expected), and each of our modules ran at least its minimum of doctests.
+/// Returns a summary, or every problem found.
+pub fn judge(lines: &[String], expected_skips: &[ExpectedSkip]) -> Result<String, String> {
+    let run = run(lines);
+    if run.suites.is_empty() {
+        return Err(
+            "KUnit printed no suites (is CONFIG_KUNIT set and kunit.enable=1 passed?)".into(),
+        );
+    }
+    let mut problems = Vec::new();
+    if let Some(first) = run.foreign.first() {
+        problems.push(format!(
+            "{} KUnit-looking lines not printed by the kernel (no printk stamp), the first: `{first}`",
+            run.foreign.len()
+        ));
+    }
+    match run.planned {
+        Some(n) if n == run.suites.len() => {}
+        Some(n) => problems.push(format!(
+            "KUnit planned {n} suites, {} were seen",
+            run.suites.len()
+        )),
+        None => problems.push("KUnit printed no top-level plan (1..N)".into()),
+    }
+    let mut skipped = Vec::new();
+    for s in &run.suites {
+        problems.extend(
+            s.failed()
+                .map(|t| format!("{}: not ok {} {}", s.name, t.number, t.name)),
+        );
+        for t in s.tests.iter().filter(|t| t.skip) {
+            let at = s.location(&t.name);
+            match expected_skips.iter().find(|e| e.location == at) {
+                Some(e) => skipped.push(format!("{} ({at}: {})", t.name, e.why)),
+                None => problems.push(format!(
+                    "{}: {} skipped, which is not expected ({at}): {}",
+                    s.name, t.name, t.directive
+                )),
+            }
+        }
+        if s.planned != Some(s.tests.len()) {
+            problems.push(format!(
+                "{}: planned {:?} tests, {} ran",
+                s.name,
+                s.planned,
+                s.tests.len()
+            ));
+        }
+        match &s.result {
+            None => problems.push(format!("{}: never finished", s.name)),
+            Some(r) if !r.ok => problems.push(format!("{}: the suite says not ok", s.name)),
+            Some(r) if r.skip => problems.push(format!(
+                "{}: the suite was skipped: {}",
+                s.name, r.directive
+            )),
+            Some(_) => {}
+        }
+    }
+    let counts: BTreeMap<String, (usize, usize)> =
+        run.suites
+            .iter()
+            .flat_map(per_module)
+            .fold(BTreeMap::new(), |mut m, (k, (ok, n))| {
+                let e = m.entry(k).or_insert((0, 0));
+                *e = (e.0 + ok, e.1 + n);
+                m
+            });
+    for (module, min) in MIN_DOCTESTS {
+        let ran = counts.get(*module).map_or(0, |c| c.1);
+        if ran < *min {
+            problems.push(format!(
+                "module {module}: {ran} doctests ran, at least {min} expected"
+            ));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(format!("KUnit failures:\n{}", problems.join("\n")));
+    }
+    let total: usize = run.suites.iter().map(|s| s.tests.len()).sum();
+    let modules: Vec<String> = counts
+        .iter()
+        .map(|(m, (ok, n))| format!("{m} {ok}/{n}"))
+        .collect();
+    let skips = if skipped.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; {} skipped as expected: {}",
+            skipped.len(),
+            skipped.join(", ")
+        )
+    };
+    Ok(format!(
+        "{total} KUnit tests in {} suite{} (as planned) passed{skips}; per module: {}",
+        run.suites.len(),
+        if run.suites.len() == 1 { "" } else { "s" },
+        modules.join(", ")
+    ))
 }
 
 /// The kernel-crate module a doctest belongs to, e.g.
@@ -59,13 +236,13 @@ pub fn doctest_module(test: &str) -> Option<&str> {
     n.chars().all(|c| c.is_ascii_digit()).then_some(module)
 }
 
-/// Passed / total doctests per module.
+/// Passed (not skipped) / total doctests per module.
 pub fn per_module(suite: &Suite) -> BTreeMap<String, (usize, usize)> {
     let mut m: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     for t in &suite.tests {
         let key = doctest_module(&t.name).unwrap_or(&t.name).to_string();
         let e = m.entry(key).or_default();
-        e.0 += usize::from(t.ok);
+        e.0 += usize::from(t.ok && !t.skip);
         e.1 += 1;
     }
     m
@@ -95,7 +272,7 @@ mod tests {
 [    1.3]     # Subtest: other
 [    1.3]     1..2
 [    1.3]     ok 1 a
-ok 1 insmod_rust_minimal
+[    1.4] ok 1 insmod_rust_minimal
 ";
 
     #[test]
@@ -105,15 +282,20 @@ ok 1 insmod_rust_minimal
         assert_eq!(s[0].name, "rust_doctests_kernel");
         assert_eq!(s[0].planned, Some(3));
         assert_eq!(s[0].tests.len(), 3);
-        assert_eq!(s[0].ok, Some(false));
+        assert_eq!(s[0].result.as_ref().map(|r| r.ok), Some(false));
+        assert_eq!(
+            s[0].location("rust_doctest_kernel_revocable_rs_0"),
+            "rust/kernel/revocable.rs:30"
+        );
+        assert_eq!(run(&lines(RUN)).planned, Some(2));
         assert_eq!(
             s[0].failed().map(|t| t.name.as_str()).collect::<Vec<_>>(),
             ["rust_doctest_kernel_sync_arc_rs_0"]
         );
         // The second suite never finished: one of two tests, no result line.
         assert_eq!(
-            (s[1].planned, s[1].tests.len(), s[1].ok),
-            (Some(2), 1, None)
+            (s[1].planned, s[1].tests.len(), s[1].result.is_none()),
+            (Some(2), 1, true)
         );
     }
 
@@ -129,5 +311,178 @@ ok 1 insmod_rust_minimal
         let m = per_module(&s[0]);
         assert_eq!(m["revocable"], (2, 2));
         assert_eq!(m["sync_arc"], (0, 1));
+    }
+
+    /// A passing KUnit console: the doctest suite with every module at its
+    /// minimum (plus one test of task.rs, at line 52), and a second suite;
+    /// every line with a printk stamp.
+    fn passing() -> Vec<String> {
+        unstamped()
+            .iter()
+            .map(|l| format!("[    1.000000] {l}"))
+            .collect()
+    }
+
+    fn unstamped() -> Vec<String> {
+        let mut tests = Vec::new();
+        for (module, n) in MIN_DOCTESTS.iter().chain(&[("task", 1)]) {
+            for i in 0..*n {
+                let name = format!("rust_doctest_kernel_{module}_rs_{i}");
+                let file = module.replace('_', "/");
+                tests.push((name, format!("rust/kernel/{file}.rs:{}", 52 + i)));
+            }
+        }
+        let mut out = vec![
+            "KTAP version 1".to_string(),
+            "1..2".into(),
+            "    KTAP version 1".into(),
+            "    # Subtest: rust_doctests_kernel".into(),
+            format!("    1..{}", tests.len()),
+        ];
+        for (i, (name, at)) in tests.iter().enumerate() {
+            out.push(format!("    # {name}.location: {at}"));
+            out.push(format!("    ok {} {name}", i + 1));
+        }
+        out.extend(
+            [
+                "ok 1 rust_doctests_kernel",
+                "    KTAP version 1",
+                "    # Subtest: other",
+                "    1..1",
+                "    ok 1 a",
+                "ok 2 other",
+            ]
+            .map(String::from),
+        );
+        out
+    }
+
+    /// Replaces the line whose text (stamp stripped) is `from` by `to`, stamped.
+    fn replace(lines: &[String], from: &str, to: &str) -> Vec<String> {
+        let at = lines
+            .iter()
+            .position(|l| strip_timestamp(l) == from)
+            .unwrap_or_else(|| panic!("no line {from}"));
+        let mut out = lines.to_vec();
+        out[at] = format!("[    1.000000] {to}");
+        out
+    }
+
+    fn without(lines: &[String], text: &str) -> Vec<String> {
+        lines
+            .iter()
+            .filter(|l| strip_timestamp(l) != text)
+            .cloned()
+            .collect()
+    }
+
+    #[test]
+    fn a_complete_passing_run_passes() {
+        let ok = judge(&passing(), EXPECTED_SKIPS).unwrap();
+        assert!(ok.contains("in 2 suites (as planned) passed"), "{ok}");
+        assert!(
+            ok.contains("io 40/40") && ok.contains("sync_rcu 5/5"),
+            "{ok}"
+        );
+    }
+
+    #[test]
+    fn a_failing_test_or_a_short_suite_fails() {
+        let log = replace(&passing(), "    ok 1 a", "    not ok 1 a");
+        let e = judge(&log, EXPECTED_SKIPS).unwrap_err();
+        assert!(e.contains("other: not ok 1 a"), "{e}");
+        let log = replace(&passing(), "    1..1", "    1..2");
+        let e = judge(&log, EXPECTED_SKIPS).unwrap_err();
+        assert!(e.contains("other: planned Some(2) tests, 1 ran"), "{e}");
+        let log = without(&passing(), "ok 2 other");
+        let e = judge(&log, EXPECTED_SKIPS).unwrap_err();
+        assert!(e.contains("other: never finished"), "{e}");
+    }
+
+    #[test]
+    fn kunit_lines_printed_by_user_space_fail() {
+        // A fake suite, echoed by a guest script: no printk stamps.
+        let mut log = passing();
+        log.extend(unstamped()[2..5].iter().cloned());
+        log.push("    ok 1 rust_doctest_kernel_io_rs_0".into());
+        let e = judge(&log, EXPECTED_SKIPS).unwrap_err();
+        assert!(
+            e.contains("3 KUnit-looking lines not printed by the kernel (no printk stamp), the first: `    # Subtest: rust_doctests_kernel`"),
+            "{e}"
+        );
+        // A whole fake run, with no real one: nothing the kernel printed.
+        let e = judge(&unstamped(), EXPECTED_SKIPS).unwrap_err();
+        assert!(e.contains("KUnit printed no suites"), "{e}");
+    }
+
+    #[test]
+    fn the_plan_must_match_the_suites_seen() {
+        let log = replace(&passing(), "1..2", "1..3");
+        let e = judge(&log, EXPECTED_SKIPS).unwrap_err();
+        assert!(e.contains("KUnit planned 3 suites, 2 were seen"), "{e}");
+        // A suite that vanished whole: the plan still says two.
+        let log = passing();
+        let e = judge(&log[..log.len() - 5], EXPECTED_SKIPS).unwrap_err();
+        assert!(e.contains("KUnit planned 2 suites, 1 were seen"), "{e}");
+        let log = without(&passing(), "1..2");
+        let e = judge(&log, EXPECTED_SKIPS).unwrap_err();
+        assert!(e.contains("no top-level plan"), "{e}");
+    }
+
+    #[test]
+    fn a_suite_that_says_not_ok_fails_even_with_passing_tests() {
+        let log = replace(&passing(), "ok 2 other", "not ok 2 other");
+        let e = judge(&log, EXPECTED_SKIPS).unwrap_err();
+        assert!(e.contains("other: the suite says not ok"), "{e}");
+    }
+
+    #[test]
+    fn a_skip_fails_unless_expected_and_is_reported() {
+        let log = replace(&passing(), "    ok 1 a", "    ok 1 a # SKIP no hardware");
+        let e = judge(&log, EXPECTED_SKIPS).unwrap_err();
+        assert!(e.contains("other: a skipped, which is not expected"), "{e}");
+        let log = passing();
+        let task = log
+            .iter()
+            .map(|l| strip_timestamp(l))
+            .find(|l| l.contains("ok ") && l.ends_with("rust_doctest_kernel_task_rs_0"))
+            .unwrap();
+        let log = replace(&log, task, &format!("{task} # SKIP excluded"));
+        let ok = judge(&log, EXPECTED_SKIPS).unwrap();
+        assert!(
+            ok.contains(
+                "1 skipped as expected: rust_doctest_kernel_task_rs_0 (rust/kernel/task.rs:52"
+            ),
+            "{ok}"
+        );
+        assert!(ok.contains("task 0/1"), "a skip is not a pass: {ok}");
+        let e = judge(&log, &[]).unwrap_err();
+        assert!(e.contains("rust_doctest_kernel_task_rs_0 skipped"), "{e}");
+    }
+
+    #[test]
+    fn each_of_our_modules_needs_its_doctests() {
+        for (module, min) in MIN_DOCTESTS {
+            // Drop the module's last doctest and renumber nothing: the suite's plan
+            // shrinks with it, so only the minimum can notice.
+            let log = passing();
+            let last = format!("rust_doctest_kernel_{module}_rs_{}", min - 1);
+            let log: Vec<String> = log.into_iter().filter(|l| !l.contains(&last)).collect();
+            let plan = log
+                .iter()
+                .map(|l| strip_timestamp(l))
+                .find(|l| l.starts_with("    1..") && *l != "    1..1")
+                .unwrap();
+            let n: usize = plan[7..].parse().unwrap();
+            let log = replace(&log, plan, &format!("    1..{}", n - 1));
+            let e = judge(&log, EXPECTED_SKIPS).unwrap_err();
+            assert!(
+                e.contains(&format!(
+                    "module {module}: {} doctests ran, at least {min} expected",
+                    min - 1
+                )),
+                "{e}"
+            );
+        }
     }
 }

@@ -2,6 +2,7 @@
 //! initramfs, boots guests under QEMU and judges what they print.
 //! `xtask` is only its command line; everything it does lives here.
 
+pub mod accounting;
 pub mod apt;
 pub mod arch;
 pub mod bench;

@@ -38,6 +38,9 @@ pub struct Console {
     pub elapsed: Duration,
     /// QMP events (DEVICE_DELETED, SHUTDOWN, …) seen during the boot.
     pub events: Vec<serde_json::Value>,
+    /// What the host failed to do for the guest (a host action that failed, a device request
+    /// the server refused), each with its reason; filled in by the caller of `Guest::run`.
+    pub host_failures: Vec<String>,
 }
 
 /// Where a boot's sockets live: its own folder, unless that path is too long
@@ -188,6 +191,7 @@ impl Guest<'_> {
             exit: Some(exit),
             elapsed: started.elapsed(),
             events: std::mem::take(&mut qmp.events),
+            host_failures: Vec::new(),
         })
     }
 }

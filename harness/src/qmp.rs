@@ -39,7 +39,15 @@ impl Qmp {
             transcript: std::fs::File::create(transcript)?,
             events: Vec::new(),
         };
-        let greeting = q.read()?;
+        // QEMU may send an event (RESUME, as the machine starts) ahead of
+        // the greeting; it is kept like any other.
+        let greeting = loop {
+            let v = q.read()?;
+            if v.get("event").is_none() {
+                break v;
+            }
+            q.events.push(v);
+        };
         if greeting.get("QMP").is_none() {
             bail!("QMP greeting expected, got {greeting}");
         }
@@ -122,5 +130,40 @@ impl Qmp {
                 bail!("QMP {command} failed: {e}");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::net::UnixListener;
+
+    #[test]
+    fn an_event_before_the_greeting_is_kept() {
+        let dir = std::env::temp_dir().join(format!("pci-rig-qmp-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let sock = dir.join("qmp.sock");
+        let _ = std::fs::remove_file(&sock);
+        let listener = UnixListener::bind(&sock).unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            writeln!(
+                s,
+                r#"{{"event":"RESUME","timestamp":{{"seconds":1,"microseconds":0}}}}"#
+            )
+            .unwrap();
+            writeln!(s, r#"{{"QMP":{{"version":{{}},"capabilities":[]}}}}"#).unwrap();
+            let mut line = String::new();
+            BufReader::new(s.try_clone().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            assert!(line.contains("qmp_capabilities"), "{line}");
+            writeln!(s, r#"{{"return":{{}}}}"#).unwrap();
+        });
+        let q = Qmp::connect(&sock, &dir.join("qmp.log"), Duration::from_secs(5)).unwrap();
+        server.join().unwrap();
+        assert_eq!(q.events.len(), 1);
+        assert_eq!(q.events[0]["event"], "RESUME");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -3,7 +3,7 @@
 //! arch, writing report.json and junit.xml into a fresh run folder.
 
 use crate::arch::Arch;
-use crate::console::{self, Splat};
+use crate::console;
 use crate::device::{self, DeviceServer, Stopped};
 use crate::driver;
 use crate::image;
@@ -14,7 +14,7 @@ use crate::qemu;
 use crate::qemu::{Console, Guest};
 use crate::qmp::Qmp;
 use crate::report::{self, Outcome, Timings, Verdict};
-use crate::scenario::{self, Cause, Scenario};
+use crate::scenario::{self, Scenario};
 use crate::Paths;
 use anyhow::{bail, Context, Result};
 use std::io::Write;
@@ -210,22 +210,36 @@ impl Rig<'_> {
                 .extend(["-device".into(), server.qemu_device()]);
         }
         let mut actions = std::fs::File::create(dir.join("host-actions.log"))?;
+        let mut failures = Vec::new();
         let mut unplugs = 0;
         let mut unplugged_at: Option<Instant> = None;
         let mut timings = Timings::new();
         let console = g.run(s.timeout, |line, qmp| {
             let text = console::strip_timestamp(line);
             // `pcirig: device {json}` asks the host to send a control request
-            // (e.g. set a fault knob) to the device server attached now.
-            if let Some(req) = text.strip_prefix("pcirig: device ") {
+            // (e.g. set a fault knob) to the device server attached now;
+            // `pcirig: device-error {json}` one the device must refuse.
+            if let Some((req, refuse)) = device_request(text) {
                 let reply = match (servers.last(), serde_json::from_str(req)) {
-                    (Some(server), Ok(req)) => server
-                        .request(req)
-                        .map_or_else(|e| format!("error: {e:#}"), |r| r.to_string()),
-                    (None, _) => "error: no device attached".to_string(),
-                    (_, Err(e)) => format!("error: not JSON: {e}"),
+                    (Some(server), Ok(req)) => server.request(req).map(|r| r.to_string()),
+                    (None, _) => Err(anyhow::anyhow!("no device attached")),
+                    (_, Err(e)) => Err(anyhow::anyhow!("not JSON: {e}")),
                 };
-                writeln!(actions, "{req} -> {reply}")?;
+                let logged = match (reply, refuse) {
+                    (Ok(r), false) => r,
+                    (Err(e), true) => format!("refused as it should be: {e:#}"),
+                    (Ok(r), true) => {
+                        failures.push(format!(
+                            "device request {req}: accepted ({r}), but the device must refuse it"
+                        ));
+                        format!("error: accepted: {r}")
+                    }
+                    (Err(e), false) => {
+                        failures.push(format!("device request {req}: {e:#}"));
+                        format!("error: {e:#}")
+                    }
+                };
+                writeln!(actions, "{req} -> {logged}")?;
             }
             if driver::is_event(line, "remove_begin") {
                 if let Some(at) = unplugged_at.take() {
@@ -240,12 +254,12 @@ impl Rig<'_> {
                 if action.trim() == "unplug" {
                     unplugged_at = Some(Instant::now());
                 }
-                let result = host_action(action.trim(), qmp, bin, &dir, &mut servers, &mut unplugs);
-                writeln!(
-                    actions,
-                    "host {action} -> {}",
-                    result.unwrap_or_else(|e| format!("error: {e:#}"))
-                )?;
+                let result = host_action(action.trim(), qmp, bin, &dir, &mut servers, &mut unplugs)
+                    .unwrap_or_else(|e| {
+                        failures.push(format!("host {action}: {e:#}"));
+                        format!("error: {e:#}")
+                    });
+                writeln!(actions, "host {action} -> {result}")?;
             }
             Ok(())
         });
@@ -256,7 +270,9 @@ impl Rig<'_> {
         if sockets != dir {
             let _ = std::fs::remove_dir_all(&sockets);
         }
-        Ok((console?, stopped, timings))
+        let mut console = console?;
+        console.host_failures = failures;
+        Ok((console, stopped, timings))
     }
 
     /// Runs one scenario and judges it; a pass also gives what was timed.
@@ -328,41 +344,59 @@ impl Rig<'_> {
         })
     }
 
-    /// Boots guests that are broken on purpose and checks the harness notices.
+    /// Boots guests that are broken or lie on purpose and checks the harness
+    /// judges each one failed for the right reason.
     fn selftest(&self, dir: &Path) -> Result<(Verdict, String)> {
-        let cases = [
-            ("selftest-hang", Cause::Timeout, 10),
-            ("selftest-panic", Cause::Splat(Splat::Panic), 60),
-            ("selftest-warning", Cause::Splat(Splat::Warning), 60),
-        ];
         let mut wrong = Vec::new();
         let mut seen = Vec::new();
-        for (name, expect, secs) in cases {
-            let s = Scenario::plain(name, Duration::from_secs(secs));
-            let (c, _, _) = self.boot(&s, &dir.join(name))?;
-            let j = scenario::judge(&s, &c, &[]);
-            let first = j.reason.lines().next().unwrap_or("").to_string();
-            if j.cause == Some(expect) {
-                seen.push(format!("{name}: {first}"));
+        for case in scenario::SELFTEST_CASES {
+            let s = &case.scenario;
+            let (c, device, _) = self.boot(s, &dir.join(s.name))?;
+            let j = scenario::judge(s, &c, &device);
+            // The line that says why, or the first.
+            let first = j
+                .reason
+                .lines()
+                .find(|l| l.contains(case.says))
+                .or(j.reason.lines().next())
+                .unwrap_or("")
+                .to_string();
+            if j.cause == Some(case.cause) && j.reason.contains(case.says) {
+                seen.push(format!("{}: {first}", s.name));
             } else {
                 wrong.push(format!(
-                    "{name}: wanted {expect:?}, judged {:?} ({first})",
-                    j.cause
+                    "{}: wanted {:?} saying `{}`, judged {:?}: {}",
+                    s.name, case.cause, case.says, j.cause, j.reason
                 ));
             }
         }
         Ok(if wrong.is_empty() {
             (
                 Verdict::Pass,
-                format!("all 3 broken guests judged fail; {}", seen.join("; ")),
+                format!(
+                    "all {} broken or lying guests judged fail for the right reason; {}",
+                    seen.len(),
+                    seen.join("; ")
+                ),
             )
         } else {
             (
                 Verdict::Fail,
-                format!("the harness misjudged broken guests:\n{}", wrong.join("\n")),
+                format!("the harness misjudged guests:\n{}", wrong.join("\n")),
             )
         })
     }
+}
+
+/// A guest's `pcirig: device {json}` (false) or `pcirig: device-error {json}`
+/// (true: the device must refuse it) line: the request and which.
+fn device_request(text: &str) -> Option<(&str, bool)> {
+    text.strip_prefix("pcirig: device ")
+        .map(|r| (r, false))
+        .or_else(|| {
+            text.strip_prefix("pcirig: device-error ")
+                .map(|r| (r, true))
+        })
 }
 
 /// Carries out one `pcirig: host ACTION` request of the guest: `unplug`
@@ -638,6 +672,17 @@ impl Runner<'_> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn device_requests_say_whether_the_device_must_refuse_them() {
+        let req = super::device_request;
+        assert_eq!(
+            req(r#"pcirig: device {"cmd":"ping"}"#),
+            Some((r#"{"cmd":"ping"}"#, false))
+        );
+        assert_eq!(req("pcirig: device-error {}"), Some(("{}", true)));
+        assert_eq!(req("pcirig: host unplug"), None);
+    }
+
     #[test]
     fn run_ids_are_timestamps_with_the_pid() {
         let id = super::run_id();

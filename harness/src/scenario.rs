@@ -2,9 +2,10 @@
 //! guest's word alone: besides the runner's KTAP, the kernel's own lines,
 //! the absence of any splat and a clean poweroff all have to agree.
 
+use crate::accounting;
 use crate::arch::Arch;
 use crate::console::{self, Splat};
-use crate::device::{self, Access, Claimed, Stopped};
+use crate::device::{self, Access, Stopped};
 use crate::driver;
 use crate::figures::GuestFigures;
 use crate::ktap::{self, Line};
@@ -34,20 +35,25 @@ pub struct Scenario {
     pub driver: Option<DriverExpect>,
 }
 
-/// Expectations on the driver (guest-kernel/driver) for one boot.
+/// Expectations on the driver (guest-kernel/driver) for one boot. Always:
+/// every probe either passes the whole self-test (`driver::STEPS`) or is
+/// refused at identification, and the device's access log holds exactly
+/// what the driver reports, binding by binding (`accounting`).
 #[derive(Clone, Copy, Debug)]
 pub struct DriverExpect {
+    /// Probes that passed every self-test step and bound.
     pub probes: usize,
+    /// Bindings that ended (remove(), the worker joined, the kept handle refused).
     pub removes: usize,
-    /// Probes refused because identification was wrong (`step identify FAIL`).
-    pub refused: usize,
-    /// Every `# mmio` access the driver reports must be in the device log.
-    pub mmio: bool,
-    /// The first binding ended: the worker stopped by itself for `stop`'s
-    /// reason, and was joined; every BAR access in the device log is one the
-    /// driver reported or one of the reads its worker counted when it
-    /// stopped, so none came after; the kept handle was refused.
+    /// Probes refused at identification, in order, by what was wrong
+    /// (`step identify FAIL magic|version …`).
+    pub refused: &'static [&'static str],
+    /// The first binding ended with the worker busy: it stopped by itself
+    /// for `stop`'s reason, at the right time, and was joined.
     pub unbind: bool,
+    /// The guest stayed up `SETTLE_S` after the first binding ended, so a
+    /// late device access would be in the log.
+    pub settle: bool,
     /// QMP DEVICE_DELETED events for our device.
     pub unplugs: usize,
     /// Why the worker stops.
@@ -63,19 +69,15 @@ pub enum WorkerStop {
     Gone,
 }
 
-const fn driver(
-    probes: usize,
-    removes: usize,
-    refused: usize,
-    mmio: bool,
-    unbind: bool,
-) -> Option<DriverExpect> {
+/// Probes, removes; `unbind`: the first binding ends with the worker busy
+/// (then the guest must settle after it).
+const fn driver(probes: usize, removes: usize, unbind: bool) -> Option<DriverExpect> {
     Some(DriverExpect {
         probes,
         removes,
-        refused,
-        mmio,
+        refused: &[],
         unbind,
+        settle: unbind,
         unplugs: 0,
         stop: WorkerStop::Refused,
     })
@@ -84,7 +86,7 @@ const fn driver(
 impl Scenario {
     /// Whether our driver must be built for this scenario.
     pub fn needs_driver(&self) -> bool {
-        self.driver.is_some() || matches!(self.kind, Kind::IdTable | Kind::Bench)
+        self.driver.is_some() || matches!(self.kind, Kind::IdTable | Kind::Bench | Kind::SelfTest)
     }
 
     /// A guest-side script judged by the common checks only.
@@ -153,23 +155,25 @@ pub const KUNIT: Scenario = Scenario {
     kernel_lines: &[],
     kind: Kind::Kunit,
     device: false,
-    // The pci module's doc examples bind QEMU's own test device.
-    qemu_args: &["-device", "pci-testdev"],
+    // The pci module's doc examples bind QEMU's own test device; the irq
+    // module's bind `edu`, which raises interrupts when told to.
+    qemu_args: &["-device", "pci-testdev", "-device", "edu"],
     x86_qemu_args: &[],
     only_on: &[],
     driver: None,
 };
 
-/// Boots broken guests on purpose; passes iff the harness judges each one
-/// failed for the right reason.
+/// Boots broken and lying guests on purpose (`SELFTEST_CASES`); passes iff
+/// the harness judges each one failed for the right reason.
 pub const HARNESS_SELFTEST: Scenario = Scenario {
     name: "harness-selftest",
-    about: "a hanging, a panicking and a warning guest are each judged fail",
+    about: "hanging, panicking, warning and lying guests are each judged fail for the right reason",
     timeout: Duration::from_secs(120),
     cmdline: "",
     kernel_lines: &[],
     kind: Kind::SelfTest,
-    device: false,
+    // The lying guests use our device and driver.
+    device: true,
     qemu_args: &[],
     x86_qemu_args: &[],
     only_on: &[],
@@ -241,37 +245,43 @@ pub const PROBE: Scenario = driver_scenario(
     "probe",
     "insmod pci_rig: identify and every self-test step pass, the device is bound",
     180,
-    driver(1, 0, 0, false, false),
+    driver(1, 0, false),
 );
 pub const MMIO: Scenario = driver_scenario(
     "mmio",
-    "every MMIO access the driver reports is in the device's log, in order, with its value",
+    "the device's log holds exactly the MMIO accesses the driver reports, in order, with their values; none reported means fail",
     180,
-    driver(1, 0, 0, true, false),
+    driver(1, 0, false),
 );
 pub const UNBIND: Scenario = driver_scenario(
     "unbind",
     "sysfs unbind: remove runs once, the worker is refused once the binding ended, every device access accounted for, a kept handle is refused",
     180,
-    driver(1, 1, 0, true, true),
+    driver(1, 1, true),
 );
 pub const REBIND: Scenario = driver_scenario(
     "rebind",
-    "unbind then bind again: a second clean probe",
+    "unbind then bind again: a second clean probe; rmmod; every binding accounted for",
     180,
-    driver(2, 1, 0, true, false),
+    Some(DriverExpect {
+        settle: true,
+        ..driver(2, 2, false).unwrap()
+    }),
 );
 pub const MODULES: Scenario = driver_scenario(
     "modules",
     "insmod/rmmod 50 times with the device present; no leaked region in /proc/iomem",
     600,
-    driver(50, 50, 0, false, false),
+    driver(50, 50, false),
 );
 pub const PROBE_ERROR: Scenario = driver_scenario(
     "probe-error",
-    "wrong identification (device knob): probe fails cleanly, BAR released; cleared: the driver binds",
+    "wrong identification, then a wrong major version only (device knobs): probe refuses each cleanly, BAR released; cleared: the driver binds",
     180,
-    driver(1, 0, 1, false, false),
+    Some(DriverExpect {
+        refused: &["magic", "version"],
+        ..driver(1, 0, false).unwrap()
+    }),
 );
 
 pub const HOTUNPLUG: Scenario = Scenario {
@@ -281,13 +291,8 @@ pub const HOTUNPLUG: Scenario = Scenario {
         "QMP device_del while the worker is busy (native PCIe hotplug): remove once, the worker refused, every device access accounted for; device_add: probes again",
         180,
         Some(DriverExpect {
-            probes: 2,
-            removes: 1,
-            refused: 0,
-            mmio: true,
-            unbind: true,
             unplugs: 1,
-            stop: WorkerStop::Refused,
+            ..driver(2, 1, true).unwrap()
         }),
     )
 };
@@ -309,13 +314,9 @@ pub const SURPRISE: Scenario = Scenario {
         "the device reads all-ones while the worker is busy: it gives up by itself; then device_del: remove once, no Oops",
         180,
         Some(DriverExpect {
-            probes: 1,
-            removes: 1,
-            refused: 0,
-            mmio: true,
-            unbind: true,
             unplugs: 1,
             stop: WorkerStop::Gone,
+            ..driver(1, 1, true).unwrap()
         }),
     )
 };
@@ -330,6 +331,60 @@ pub const SURPRISE_ACPI: Scenario = Scenario {
     only_on: &[Arch::X86_64],
     ..SURPRISE
 };
+
+/// One guest of `harness-selftest`: judged as `scenario`, it must fail
+/// with `cause` and a reason containing `says`.
+pub struct SelfTestCase {
+    pub scenario: Scenario,
+    pub cause: Cause,
+    pub says: &'static str,
+}
+
+const fn broken(name: &'static str, secs: u64, cause: Cause, says: &'static str) -> SelfTestCase {
+    SelfTestCase {
+        scenario: Scenario::plain(name, Duration::from_secs(secs)),
+        cause,
+        says,
+    }
+}
+
+/// The guests `harness-selftest` boots: three broken, three lying (each
+/// lie told from a user-space script, the driver unchanged).
+pub const SELFTEST_CASES: &[SelfTestCase] = &[
+    broken("selftest-hang", 10, Cause::Timeout, "timeout after 10 s"),
+    broken("selftest-panic", 60, Cause::Splat(Splat::Panic), "panic"),
+    broken(
+        "selftest-warning",
+        60,
+        Cause::Splat(Splat::Warning),
+        "WARNING",
+    ),
+    SelfTestCase {
+        scenario: Scenario {
+            name: "selftest-lie-mmio",
+            ..MMIO
+        },
+        cause: Cause::Device,
+        says:
+            "the driver reported write bar0 0x8 size 4 value 0xdeadbeef, which the device never saw",
+    },
+    SelfTestCase {
+        scenario: Scenario {
+            name: "selftest-lie-unbind",
+            ..UNBIND
+        },
+        cause: Cause::Device,
+        says: "the device saw 1 access nothing the guest reported accounts for",
+    },
+    SelfTestCase {
+        scenario: Scenario {
+            name: "selftest-lie-kunit",
+            ..KUNIT
+        },
+        cause: Cause::Checks,
+        says: "KUnit-looking lines not printed by the kernel",
+    },
+];
 
 pub const ALL: &[&Scenario] = &[
     &BOOT,
@@ -362,7 +417,7 @@ pub const AER: Scenario = Scenario {
         "aer",
         "correctable, then uncorrectable non-fatal AER errors injected at the device's root port: the guest survives, the driver stays bound",
         180,
-        driver(1, 0, 0, true, false),
+        driver(1, 0, false),
     )
 };
 
@@ -405,6 +460,9 @@ pub enum Cause {
     Unfinished,
     /// The device server died, or its log contradicts the guest.
     Device,
+    /// The host could not do what the guest asked (a host action failed, the device refused
+    /// a request), or QEMU itself exited with a failure.
+    Host,
 }
 
 pub struct Judgement {
@@ -441,6 +499,15 @@ pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
             format!("{}: {line}\n{excerpt}", kind.name()),
         );
     }
+    if !c.host_failures.is_empty() {
+        return Judgement::fail(
+            Cause::Host,
+            format!(
+                "the host failed the guest's requests:\n{}",
+                c.host_failures.join("\n")
+            ),
+        );
+    }
     // A server ends by itself, cleanly, when QEMU hangs up (the guest powered
     // off, or its device was unplugged), which may come before the harness
     // stops it; only a failed exit is a death.
@@ -468,6 +535,16 @@ pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
             ),
         );
     }
+    match c.exit {
+        Some(status) if status.success() => {}
+        Some(status) => {
+            return Judgement::fail(
+                Cause::Host,
+                format!("QEMU exited with a failure ({status}); see qemu-stderr.log"),
+            )
+        }
+        None => return Judgement::fail(Cause::Host, "QEMU's exit status is unknown".into()),
+    }
     if s.kind == Kind::Kunit {
         return judge_kunit(c);
     }
@@ -480,15 +557,19 @@ pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
             _ => {}
         }
     }
+    // Every check of the runner must pass: a skipped one proved nothing.
     let failed: Vec<String> = results
         .iter()
-        .filter(|r| !r.ok && !r.skip)
-        .map(|r| format!("not ok {} {} {}", r.number, r.name, r.directive))
+        .filter(|r| !r.ok || r.skip)
+        .map(|r| {
+            let verdict = if r.ok { "ok" } else { "not ok" };
+            format!("{verdict} {} {} # {}", r.number, r.name, r.directive)
+        })
         .collect();
     if !failed.is_empty() {
         return Judgement::fail(
             Cause::Checks,
-            format!("guest checks failed:\n{}", failed.join("\n")),
+            format!("guest checks failed or skipped:\n{}", failed.join("\n")),
         );
     }
     if let Some(n) = plan {
@@ -512,20 +593,10 @@ pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
     }
     let mut backed = String::new();
     if s.kind == Kind::Device {
-        let claims: Vec<Claimed> = text.iter().filter_map(|l| device::parse_claim(l)).collect();
-        let log: Vec<Access> = device.iter().flat_map(|d| d.log.iter().cloned()).collect();
-        let log = &log[..];
-        if claims.is_empty() {
-            return Judgement::fail(Cause::Checks, "the guest reported no MMIO accesses".into());
+        match account_user_space(c, device) {
+            Ok(summary) => backed = summary,
+            Err(e) => return Judgement::fail(Cause::Device, e),
         }
-        if let Err(e) = device::match_claims(&claims, log) {
-            return Judgement::fail(Cause::Device, e);
-        }
-        let bar = log.iter().filter(|a| a.region != "config").count();
-        backed = format!(
-            ", all {} reported MMIO accesses found in order in the device log ({bar} BAR accesses logged)",
-            claims.len()
-        );
     }
     if s.kind == Kind::Bench {
         match GuestFigures::parse(&text).and_then(|g| g.check_complete().map(|()| g)) {
@@ -570,62 +641,120 @@ pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
     }
 }
 
+/// The servers' access logs, in attach order.
+fn logs(device: &[Stopped]) -> Vec<&[Access]> {
+    device.iter().map(|d| &d.log[..]).collect()
+}
+
+/// User space alone touched the device (no driver of ours): every access it
+/// reports is the device's next one, and the device saw nothing else.
+fn account_user_space(c: &Console, device: &[Stopped]) -> Result<String, String> {
+    let history = driver::history(&c.lines)?;
+    let n = accounting::account(&history, &logs(device))?;
+    if n.user == 0 || n.bindings > 0 {
+        return Err(format!(
+            "expected MMIO reports from user space only, got {} from user space and {} driver bindings",
+            n.user, n.bindings
+        ));
+    }
+    Ok(format!(
+        ", the device log holds exactly the {} reported MMIO accesses, in order",
+        n.user
+    ))
+}
+
+/// How long the guest must stay up after the first binding ended, watching
+/// for late device accesses (its `pcirig: settled` mark, written to
+/// /dev/kmsg so that it carries a printk stamp).
+const SETTLE_S: f64 = 1.0;
+
+/// The guest stayed up `SETTLE_S` after the first binding ended.
+fn settled(lines: &[String]) -> Result<f64, String> {
+    let ended = driver::event_at(lines, "worker_stopped")
+        .ok_or("the first binding never ended (no worker_stopped)")?;
+    let t0 = console::timestamp(&lines[ended]).ok_or("worker_stopped has no printk stamp")?;
+    let mark = lines[ended..]
+        .iter()
+        .find(|l| console::strip_timestamp(l) == SETTLED)
+        .ok_or(format!(
+            "the guest never printed `{SETTLED}` after the binding ended"
+        ))?;
+    let t1 = console::timestamp(mark).ok_or(format!("`{SETTLED}` has no printk stamp"))?;
+    if t1 - t0 < SETTLE_S {
+        return Err(format!(
+            "the guest settled only {:.2} s after the binding ended ({t0:.3} s to {t1:.3} s), less than {SETTLE_S} s",
+            t1 - t0
+        ));
+    }
+    Ok(t1 - t0)
+}
+
+const SETTLED: &str = "pcirig: settled";
+
 /// The driver did what `want` says, and the device log agrees.
 fn judge_driver(want: &DriverExpect, c: &Console, device: &[Stopped]) -> Result<String, String> {
     let lines = &c.lines[..];
-    // Servers in attach order: their logs end to end are the device's history.
-    let log: Vec<Access> = device.iter().flat_map(|d| d.log.iter().cloned()).collect();
-    let log = &log[..];
     let r = driver::report(lines);
-    let counts = [
-        ("probe_done", want.probes),
-        ("remove_done", want.removes),
-        ("remove_begin", want.removes),
-    ];
-    for (event, n) in counts {
-        if r.count(event) != n {
-            return Err(format!(
-                "driver printed `event {event}` {} times, expected {n}",
-                r.count(event)
-            ));
+    let history = driver::history(lines)?;
+    let mut probes = 0;
+    let mut refused = Vec::new();
+    let bindings = history.iter().filter_map(|a| match a {
+        driver::Actor::Driver(b) => Some(b),
+        driver::Actor::User(_) => None,
+    });
+    for (k, b) in bindings.enumerate() {
+        match b.end().map_err(|e| format!("probe {}: {e}", k + 1))? {
+            driver::ProbeEnd::Bound => probes += 1,
+            driver::ProbeEnd::Refused(what) => refused.push(what),
         }
     }
-    let refused = r
-        .steps
-        .iter()
-        .filter(|(n, ok)| n == "identify" && !ok)
-        .count();
+    if probes != want.probes {
+        return Err(format!(
+            "the driver bound {probes} times with every self-test step, expected {}",
+            want.probes
+        ));
+    }
     if refused != want.refused {
         return Err(format!(
-            "driver refused identification {refused} times, expected {}",
+            "the driver refused identification for {refused:?}, expected {:?}",
             want.refused
         ));
     }
-    let failed: Vec<&str> = r
-        .failed_steps()
-        .into_iter()
-        .filter(|n| *n != "identify")
-        .collect();
-    if !failed.is_empty() {
+    for event in ["remove_begin", "remove_done", "worker_stopped"] {
+        if r.count(event) != want.removes {
+            return Err(format!(
+                "driver printed `event {event}` {} times, expected {}",
+                r.count(event),
+                want.removes
+            ));
+        }
+    }
+    let kept = r.all("kept_handle");
+    if kept.len() != want.removes || kept.iter().any(|k| *k != "refused") {
         return Err(format!(
-            "driver self-test steps failed: {}",
-            failed.join(", ")
+            "a handle kept across each of the {} unbinds must be refused: {kept:?}",
+            want.removes
         ));
     }
-    let claims = driver::claims(lines);
+    let n = accounting::account(&history, &logs(device))?;
+    let refusals = if refused.is_empty() {
+        String::new()
+    } else {
+        format!(", {} refused ({})", refused.len(), refused.join(", "))
+    };
+    let user = if n.user == 0 {
+        String::new()
+    } else {
+        format!(", {} from user space", n.user)
+    };
     let mut summary = format!(
-        ", driver: {} probes, {} removes, {} steps ok",
-        want.probes,
+        ", driver: {probes} probes with all {} steps{refusals}, {} removes; the device log holds exactly the {} MMIO accesses the driver reported in {} bindings{user}, and {} worker reads",
+        driver::STEPS.len(),
         want.removes,
-        r.steps.len() - refused
+        n.driver,
+        n.bindings,
+        n.worker
     );
-    if want.mmio {
-        device::match_claims(&claims, log)?;
-        summary.push_str(&format!(
-            ", all {} driver MMIO accesses in the device log",
-            claims.len()
-        ));
-    }
     let deleted = c.events.iter().filter(|e| device::deleted(e)).count();
     if deleted != want.unplugs {
         return Err(format!(
@@ -658,83 +787,41 @@ fn judge_driver(want: &DriverExpect, c: &Console, device: &[Stopped]) -> Result<
                 "the binding's release saw the worker stop differently: `{joined}` against `{gave_up}`"
             ));
         }
-        // The first binding lasted while the first server was attached.
-        let first = device.first().map_or(&[][..], |d| &d.log[..]);
-        let counted = driver::account_for_accesses(lines, first)?;
-        if r.event("kept_handle") != Some("refused") {
-            return Err(format!(
-                "a handle kept across unbind was not refused: {:?}",
-                r.event("kept_handle")
-            ));
-        }
+        summary.push_str(&format!(", worker gave up {when}: {gave_up}"));
+    }
+    if want.settle {
+        let s = settled(lines)?;
         summary.push_str(&format!(
-            ", worker gave up {when}: {gave_up}, every BAR access reported or among the worker's {counted}, kept handle refused"
+            ", no device access in the {s:.1} s the guest stayed up after the first binding ended"
         ));
     }
     Ok(summary)
 }
 
-/// Every KUnit suite ran all it announced, and everything passed.
+/// KUnit's rules (`kunit::judge`).
 fn judge_kunit(c: &Console) -> Judgement {
-    let suites = kunit::suites(&c.lines);
-    if suites.is_empty() {
-        return Judgement::fail(
-            Cause::Checks,
-            "KUnit printed no suites (is CONFIG_KUNIT set and kunit.enable=1 passed?)".into(),
-        );
-    }
-    let mut problems = Vec::new();
-    for s in &suites {
-        problems.extend(
-            s.failed()
-                .map(|t| format!("{}: not ok {} {}", s.name, t.number, t.name)),
-        );
-        if s.planned != Some(s.tests.len()) {
-            problems.push(format!(
-                "{}: planned {:?} tests, {} ran",
-                s.name,
-                s.planned,
-                s.tests.len()
-            ));
-        }
-        if s.ok.is_none() {
-            problems.push(format!("{}: never finished", s.name));
-        }
-    }
-    if !problems.is_empty() {
-        return Judgement::fail(
-            Cause::Checks,
-            format!("KUnit failures:\n{}", problems.join("\n")),
-        );
-    }
-    let total: usize = suites.iter().map(|s| s.tests.len()).sum();
-    let modules: Vec<String> = suites
-        .iter()
-        .flat_map(kunit::per_module)
-        .map(|(m, (ok, n))| format!("{m} {ok}/{n}"))
-        .collect();
-    Judgement {
-        verdict: Verdict::Pass,
-        cause: None,
-        reason: format!(
-            "{total} KUnit tests in {} suite{} passed; per module: {}",
-            suites.len(),
-            if suites.len() == 1 { "" } else { "s" },
-            modules.join(", ")
-        ),
-        timings: Timings::new(),
+    match kunit::judge(&c.lines, kunit::EXPECTED_SKIPS) {
+        Ok(summary) => Judgement {
+            verdict: Verdict::Pass,
+            cause: None,
+            reason: summary,
+            timings: Timings::new(),
+        },
+        Err(e) => Judgement::fail(Cause::Checks, e),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::process::ExitStatusExt;
 
     fn console(lines: &[&str], timed_out: bool) -> Console {
         Console {
             lines: lines.iter().map(|s| s.to_string()).collect(),
             timed_out,
-            exit: None,
+            exit: Some(ExitStatusExt::from_raw(0)),
+            host_failures: vec![],
             elapsed: Duration::from_millis(1500),
             events: vec![],
         }
@@ -859,39 +946,76 @@ mod tests {
     }
 
     #[test]
-    fn kunit_passes_only_complete_passing_suites() {
-        let good = [
-            "KTAP version 1",
-            "1..1",
-            "    # Subtest: rust_doctests_kernel",
-            "    1..2",
-            "    ok 1 rust_doctest_kernel_revocable_rs_0",
-            "    ok 2 rust_doctest_kernel_io_rs_0",
-            "ok 1 rust_doctests_kernel",
-            "pcirig: done",
-        ];
-        let j = judge(&KUNIT, &console(&good, false), &[]);
-        assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
-        assert!(j.reason.contains("io 1/1, revocable 1/1"), "{}", j.reason);
-
-        let mut failing = good.to_vec();
-        failing[5] = "    not ok 2 rust_doctest_kernel_io_rs_0";
-        let j = judge(&KUNIT, &console(&failing, false), &[]);
+    fn a_failed_host_action_a_refused_request_or_a_failed_qemu_fails_the_boot() {
+        let mut c = console(GOOD, false);
+        c.host_failures = vec!["host unplug: QMP device_del: Device 'pcirig' not found".into()];
+        let j = judge(&BOOT, &c, &[]);
+        assert_eq!(j.cause, Some(Cause::Host));
         assert!(
-            j.reason.contains("not ok 2 rust_doctest_kernel_io_rs_0"),
+            j.reason.contains("Device 'pcirig' not found"),
             "{}",
             j.reason
         );
 
-        let mut short = good.to_vec();
-        short.remove(5);
-        assert!(judge(&KUNIT, &console(&short, false), &[])
-            .reason
-            .contains("planned Some(2) tests, 1 ran"));
-        assert_eq!(
-            judge(&KUNIT, &console(&good[7..], false), &[]).cause,
-            Some(Cause::Checks)
+        let mut c = console(GOOD, false);
+        c.host_failures =
+            vec![r#"device request {"cmd":"set_knobs","nope":1}: device refused"#.into()];
+        assert_eq!(judge(&BOOT, &c, &[]).cause, Some(Cause::Host));
+
+        let mut c = console(GOOD, false);
+        c.exit = Some(ExitStatusExt::from_raw(1 << 8));
+        let j = judge(&BOOT, &c, &[]);
+        assert_eq!(j.cause, Some(Cause::Host));
+        assert!(
+            j.reason
+                .contains("QEMU exited with a failure (exit status: 1)"),
+            "{}",
+            j.reason
         );
+        c.exit = None;
+        assert_eq!(judge(&BOOT, &c, &[]).cause, Some(Cause::Host));
+    }
+
+    #[test]
+    fn a_failing_check_that_says_skip_fails_and_a_skipped_check_fails_too() {
+        let mut bad = GOOD.to_vec();
+        bad[7] = "not ok 2 rmmod_rust_minimal # skipping: rmmod: can't unload";
+        let j = judge(&BOOT, &console(&bad, false), &[]);
+        assert_eq!(j.cause, Some(Cause::Checks), "{}", j.reason);
+        bad[7] = "ok 2 rmmod_rust_minimal # SKIP not tried";
+        let j = judge(&BOOT, &console(&bad, false), &[]);
+        assert_eq!(j.cause, Some(Cause::Checks), "{}", j.reason);
+        assert!(
+            j.reason
+                .contains("ok 2 rmmod_rust_minimal # SKIP not tried"),
+            "{}",
+            j.reason
+        );
+    }
+
+    #[test]
+    fn kunit_boots_are_judged_by_kunits_rules() {
+        // Complete and passing, but without most of our modules' doctests.
+        let few = [
+            "[    1.0] KTAP version 1",
+            "[    1.0] 1..1",
+            "[    1.0]     # Subtest: rust_doctests_kernel",
+            "[    1.0]     1..2",
+            "[    1.0]     ok 1 rust_doctest_kernel_revocable_rs_0",
+            "[    1.0]     ok 2 rust_doctest_kernel_io_rs_0",
+            "[    1.0] ok 1 rust_doctests_kernel",
+            "pcirig: done",
+        ];
+        let j = judge(&KUNIT, &console(&few, false), &[]);
+        assert_eq!(j.cause, Some(Cause::Checks));
+        assert!(
+            j.reason
+                .contains("module io: 1 doctests ran, at least 40 expected"),
+            "{}",
+            j.reason
+        );
+        let j = judge(&KUNIT, &console(&few[7..], false), &[]);
+        assert!(j.reason.contains("no suites"), "{}", j.reason);
     }
 
     fn access(seq: u64, offset: u64, value: u64, kind: &str) -> Access {
@@ -907,81 +1031,307 @@ mod tests {
         }
     }
 
-    #[test]
-    fn unbind_needs_a_refused_worker_an_accounted_device_log_and_a_refused_handle() {
-        let lines = driver_lines(&[
-            "event probe_begin",
-            "# mmio r bar0 0x0 4 0x70726967",
-            "step identify ok magic=0x70726967",
-            "event probe_done",
-            "event remove_begin",
-            "# mmio w bar0 0x50 4 0x1",
-            "event remove_done",
-            "event worker_gave_up reason=Refused accesses=2",
-            "event worker_stopped reason=Refused accesses=2",
-            "event kept_handle refused",
+    const MAGIC_READ: &str = "# mmio r bar0 0x0 4 0x70726967";
+
+    /// A probe that passes every self-test step, reporting one MMIO access
+    /// (the MAGIC read); the device saw `magic_read()`.
+    fn probe() -> Vec<String> {
+        let mut texts = vec!["event probe_begin".to_string(), MAGIC_READ.into()];
+        texts.extend(driver::STEPS.iter().map(|s| format!("step {s} ok x=1")));
+        texts.push("event probe_done".into());
+        texts
+    }
+
+    fn magic_read(seq: u64) -> Access {
+        access(seq, 0, 0x7072_6967, "read")
+    }
+
+    /// `[ S ] pci_rig 0000:01:00.0: TEXT`, or `[ S ] TEXT` for the guest's
+    /// own `pcirig:` marks.
+    fn at(secs: f64, text: &str) -> String {
+        if text.starts_with("pcirig:") {
+            format!("[{secs:12.6}] {text}")
+        } else {
+            format!("[{secs:12.6}] pci_rig 0000:01:00.0: {text}")
+        }
+    }
+
+    /// An unbind with the worker busy, then the guest up 1.1 s longer.
+    fn unbind_console() -> Vec<String> {
+        let mut lines: Vec<String> = probe().iter().map(|t| at(1.0, t)).collect();
+        lines.extend([
+            at(2.0, "event remove_begin"),
+            at(2.0, "# mmio w bar0 0x50 4 0x1"),
+            at(2.001, "event remove_done"),
+            at(2.002, "event worker_gave_up reason=Refused accesses=2"),
+            at(2.003, "event worker_stopped reason=Refused accesses=2"),
+            at(2.003, "event kept_handle refused"),
+            at(3.103, "pcirig: settled"),
         ]);
-        let want = UNBIND.driver.unwrap();
-        let judge_driver = |want: &DriverExpect, lines: &[String], log: &[Access]| {
-            judge_driver(want, &console_of(lines, vec![]), &stopped(log))
-        };
-        // The worker's reads may go on until the binding ends, after remove().
-        let log = vec![
-            access(1, 0, 0x7072_6967, "read"),
-            access(2, 0, 0x7072_6967, "read"),
+        lines
+    }
+
+    fn unbind_log() -> Vec<Access> {
+        vec![
+            magic_read(1),
+            magic_read(2),
             access(3, 0x50, 1, "write"),
-            access(4, 0, 0x7072_6967, "read"),
-        ];
-        let ok = judge_driver(&want, &lines, &log).unwrap();
+            magic_read(4),
+        ]
+    }
+
+    fn replaced(lines: &[String], from: &str, to: &str) -> Vec<String> {
+        let i = lines
+            .iter()
+            .position(|l| l.ends_with(from))
+            .unwrap_or_else(|| panic!("no line ending in {from}"));
+        let mut out = lines.to_vec();
+        out[i] = out[i].replace(from, to);
+        out
+    }
+
+    fn without(lines: &[String], text: &str) -> Vec<String> {
+        let i = lines.iter().position(|l| l.ends_with(text)).unwrap();
+        let mut out = lines.to_vec();
+        out.remove(i);
+        out
+    }
+
+    fn judge_unbind(lines: &[String], log: &[Access]) -> Result<String, String> {
+        judge_driver(
+            &UNBIND.driver.unwrap(),
+            &console_of(lines, vec![]),
+            &stopped(log),
+        )
+    }
+
+    #[test]
+    fn unbind_passes_with_a_refused_worker_an_exact_device_log_and_a_settled_guest() {
+        let ok = judge_unbind(&unbind_console(), &unbind_log()).unwrap();
         assert!(
             ok.contains("worker gave up once remove() returned: reason=Refused accesses=2")
-                && ok.contains("among the worker's 2"),
+                && ok.contains(
+                    "exactly the 2 MMIO accesses the driver reported in 1 bindings, and 2 worker reads"
+                )
+                && ok.contains("in the 1.1 s the guest stayed up"),
             "{ok}"
         );
+    }
 
+    #[test]
+    fn unbind_fails_on_a_late_access_a_missing_one_or_a_short_settle() {
+        let (lines, log) = (unbind_console(), unbind_log());
         let mut late = log.clone();
-        late.push(access(5, 0, 0x7072_6967, "read"));
-        let e = judge_driver(&want, &lines, &late).unwrap_err();
-        assert!(e.contains("3 MAGIC reads"), "{e}");
+        late.push(magic_read(5));
+        let e = judge_unbind(&lines, &late).unwrap_err();
+        assert!(
+            e.contains("1 access nothing the guest reported accounts for"),
+            "{e}"
+        );
+        // The driver's word alone is not enough: its accesses must be in the log.
+        let e = judge_unbind(&lines, &log[1..]).unwrap_err();
+        assert!(e.contains("binding 1"), "{e}");
+        let short = replaced(
+            &lines,
+            "[    3.103000] pcirig: settled",
+            "[    2.503000] pcirig: settled",
+        );
+        let e = judge_unbind(&short, &log).unwrap_err();
+        assert!(
+            e.contains("settled only 0.50 s after the binding ended"),
+            "{e}"
+        );
+        let e = judge_unbind(&without(&lines, "pcirig: settled"), &log).unwrap_err();
+        assert!(e.contains("never printed `pcirig: settled`"), "{e}");
+    }
 
+    #[test]
+    fn unbind_fails_when_the_worker_stops_wrongly_or_the_handle_is_kept() {
+        let (lines, log) = (unbind_console(), unbind_log());
+        let gave_up = lines
+            .iter()
+            .position(|l| l.contains("worker_gave_up"))
+            .unwrap();
+        let began = lines
+            .iter()
+            .position(|l| l.contains("remove_begin"))
+            .unwrap();
         let mut early = lines.clone();
-        early.swap(4, 7);
-        let e = judge_driver(&want, &early, &log).unwrap_err();
+        early.swap(gave_up, began);
+        let e = judge_unbind(&early, &log).unwrap_err();
         assert!(e.contains("at the wrong time"), "{e}");
-
-        let mut gone = lines.clone();
-        gone[7] = "pci_rig 0000:01:00.0: event worker_gave_up reason=Gone accesses=2".into();
-        let e = judge_driver(&want, &gone, &log).unwrap_err();
+        let gone = replaced(
+            &lines,
+            "worker_gave_up reason=Refused accesses=2",
+            "worker_gave_up reason=Gone accesses=2",
+        );
+        let e = judge_unbind(&gone, &log).unwrap_err();
         assert!(
             e.contains("did not stop by itself with reason=Refused"),
             "{e}"
         );
-
-        let mut leaked = lines.clone();
-        leaked.pop();
-        assert!(judge_driver(&want, &leaked, &log)
-            .unwrap_err()
-            .contains("kept across unbind"));
-
-        // The driver's word alone is not enough: its accesses must be in the log.
-        assert!(judge_driver(&want, &lines, &log[2..])
-            .unwrap_err()
-            .contains("not in the device log"));
+        let kept = replaced(
+            &lines,
+            "kept_handle refused",
+            "kept_handle STILL_ACCESSIBLE",
+        );
+        let e = judge_unbind(&kept, &log).unwrap_err();
+        assert!(e.contains("kept across each of the 1 unbinds"), "{e}");
+        let e = judge_unbind(&without(&lines, "kept_handle refused"), &log).unwrap_err();
+        assert!(e.contains("kept across"), "{e}");
     }
 
-    /// Console lines from our driver's device.
-    fn driver_lines(texts: &[&str]) -> Vec<String> {
-        texts
-            .iter()
-            .map(|t| format!("pci_rig 0000:01:00.0: {t}"))
-            .collect()
+    #[test]
+    fn every_probe_needs_every_self_test_step() {
+        let (lines, log) = (unbind_console(), unbind_log());
+        let e = judge_unbind(&without(&lines, "step crc32 ok x=1"), &log).unwrap_err();
+        assert!(e.contains("probe 1: self-test steps"), "{e}");
+        let failed = replaced(&lines, "step invert ok x=1", "step invert FAIL status=0x6");
+        let e = judge_unbind(&failed, &log).unwrap_err();
+        assert!(
+            e.contains("self-test steps failed: invert (status=0x6)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn mmio_fails_without_claims_and_with_an_unreported_access() {
+        let want = MMIO.driver.unwrap();
+        let lines: Vec<String> = probe().iter().map(|t| at(1.0, t)).collect();
+        let log = [magic_read(1), magic_read(2), magic_read(3)];
+        let mmio = |lines: &[String], log: &[Access]| {
+            judge_driver(&want, &console_of(lines, vec![]), &stopped(log))
+        };
+        let ok = mmio(&lines, &log).unwrap();
+        assert!(
+            ok.contains("exactly the 1 MMIO accesses the driver reported"),
+            "{ok}"
+        );
+        let e = mmio(&without(&lines, MAGIC_READ), &log).unwrap_err();
+        assert!(e.contains("reported no MMIO access during probe"), "{e}");
+        let mut extra = log.to_vec();
+        extra.insert(0, access(9, 0x8, 0, "read"));
+        let e = mmio(&lines, &extra).unwrap_err();
+        assert!(
+            e.contains("the device's next access was #9 read bar0 0x8"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn probe_error_needs_both_refusals_then_a_clean_probe() {
+        let want = PROBE_ERROR.driver.unwrap();
+        let refusal = |what: &str, value: &str| {
+            vec![
+                at(1.0, "event probe_begin"),
+                at(1.0, MAGIC_READ),
+                at(1.0, &format!("step identify FAIL {what} {value}, …")),
+            ]
+        };
+        let mut lines = refusal("magic", "0xbad0bad");
+        lines[1] = at(1.0, "# mmio r bar0 0x0 4 0xbad0bad");
+        let mut version = refusal("version", "0x20000");
+        version.insert(2, at(1.0, "# mmio r bar0 0x4 4 0x20000"));
+        lines.extend(version);
+        lines.extend(probe().iter().map(|t| at(3.0, t)));
+        let log = [
+            access(1, 0, 0x0bad_0bad, "read"),
+            magic_read(2),
+            access(3, 4, 0x2_0000, "read"),
+            magic_read(4),
+        ];
+        let judge_it =
+            |lines: &[String]| judge_driver(&want, &console_of(lines, vec![]), &stopped(&log));
+        let ok = judge_it(&lines).unwrap();
+        assert!(ok.contains("2 refused (magic, version)"), "{ok}");
+        let only_magic = [&lines[..3], &lines[7..]].concat();
+        let log = [access(1, 0, 0x0bad_0bad, "read"), magic_read(2)];
+        let e = judge_driver(&want, &console_of(&only_magic, vec![]), &stopped(&log)).unwrap_err();
+        assert!(
+            e.contains(r#"refused identification for ["magic"], expected ["magic", "version"]"#),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn surprise_needs_the_worker_to_give_up_and_qemu_to_delete_the_device() {
+        let mut lines: Vec<String> = probe().iter().map(|t| at(1.0, t)).collect();
+        lines.extend([
+            at(1.5, "event worker_gave_up reason=Gone accesses=1"),
+            at(2.0, "event remove_begin"),
+            at(2.0, "# mmio w bar0 0x50 4 0x1"),
+            at(2.0, "event remove_done"),
+            at(2.1, "event worker_stopped reason=Gone accesses=1"),
+            at(2.1, "event kept_handle refused"),
+            at(3.2, "pcirig: settled"),
+        ]);
+        let log = [
+            magic_read(1),
+            access(2, 0, 0xffff_ffff, "read"),
+            access(3, 0x50, 1, "write"),
+        ];
+        let deleted = serde_json::json!({"event": "DEVICE_DELETED", "data": {"device": "pcirig"}});
+        let want = SURPRISE.driver.unwrap();
+        let ok = judge_driver(
+            &want,
+            &console_of(&lines, vec![deleted.clone()]),
+            &stopped(&log),
+        );
+        assert!(ok
+            .unwrap()
+            .contains("worker gave up before remove(): reason=Gone"));
+
+        let e = judge_driver(&want, &console_of(&lines, vec![]), &stopped(&log)).unwrap_err();
+        assert!(e.contains("DEVICE_DELETED"), "{e}");
+
+        let refused = replaced(
+            &lines,
+            "reason=Gone accesses=1",
+            "reason=Refused accesses=1",
+        );
+        let e =
+            judge_driver(&want, &console_of(&refused, vec![deleted]), &stopped(&log)).unwrap_err();
+        assert!(e.contains("did not stop by itself with reason=Gone"), "{e}");
+    }
+
+    #[test]
+    fn device_needs_user_space_reports_matching_the_log_exactly() {
+        let runner = [
+            "KTAP version 1",
+            "1..1",
+            MAGIC_READ,
+            "ok 1 magic",
+            "pcirig: done",
+        ];
+        let mut log = vec![magic_read(1)];
+        let j = judge(&DEVICE, &console(&runner, false), &stopped(&log));
+        assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
+        log.push(access(2, 0x8, 0, "write"));
+        let j = judge(&DEVICE, &console(&runner, false), &stopped(&log));
+        assert_eq!(j.cause, Some(Cause::Device));
+        assert!(
+            j.reason.contains("1 access nothing the guest reported"),
+            "{}",
+            j.reason
+        );
+        let j = judge(
+            &DEVICE,
+            &console(&[runner[0], runner[1], runner[3], runner[4]], false),
+            &stopped(&[]),
+        );
+        assert!(
+            j.reason.contains("expected MMIO reports from user space"),
+            "{}",
+            j.reason
+        );
     }
 
     fn console_of(lines: &[String], events: Vec<serde_json::Value>) -> Console {
         Console {
             lines: lines.to_vec(),
             timed_out: false,
-            exit: None,
+            exit: Some(ExitStatusExt::from_raw(0)),
+            host_failures: vec![],
             elapsed: Duration::ZERO,
             events,
         }
@@ -1013,46 +1363,6 @@ mod tests {
         let j = judge(&s, &console(&runner, false), &servers);
         assert_eq!(j.cause, Some(Cause::Device), "{}", j.reason);
         assert!(j.reason.contains("exit status: 1"), "{}", j.reason);
-    }
-
-    #[test]
-    fn surprise_needs_the_worker_to_give_up_and_qemu_to_delete_the_device() {
-        let lines = driver_lines(&[
-            "event probe_begin",
-            "# mmio r bar0 0x0 4 0x70726967",
-            "step identify ok magic=0x70726967",
-            "event probe_done",
-            "event worker_gave_up reason=Gone accesses=1",
-            "event remove_begin",
-            "# mmio w bar0 0x50 4 0x1",
-            "event remove_done",
-            "event worker_stopped reason=Gone accesses=1",
-            "event kept_handle refused",
-        ]);
-        let log = [
-            access(1, 0, 0x7072_6967, "read"),
-            access(2, 0, 0xffff_ffff, "read"),
-            access(3, 0x50, 1, "write"),
-        ];
-        let deleted = serde_json::json!({"event": "DEVICE_DELETED", "data": {"device": "pcirig"}});
-        let want = SURPRISE.driver.unwrap();
-        let ok = judge_driver(
-            &want,
-            &console_of(&lines, vec![deleted.clone()]),
-            &stopped(&log),
-        );
-        assert!(ok
-            .unwrap()
-            .contains("worker gave up before remove(): reason=Gone"));
-
-        let e = judge_driver(&want, &console_of(&lines, vec![]), &stopped(&log)).unwrap_err();
-        assert!(e.contains("DEVICE_DELETED"), "{e}");
-
-        let mut refused = lines.clone();
-        refused[4] = "pci_rig 0000:01:00.0: event worker_gave_up reason=Refused accesses=1".into();
-        let e =
-            judge_driver(&want, &console_of(&refused, vec![deleted]), &stopped(&log)).unwrap_err();
-        assert!(e.contains("did not stop by itself with reason=Gone"), "{e}");
     }
 
     #[test]

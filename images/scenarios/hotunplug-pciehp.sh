@@ -1,7 +1,7 @@
 # hotunplug-pciehp: the host removes the device (QMP device_del; native PCIe
 # hotplug: pciehp sees the attention button and powers the slot off) while
-# the driver's worker is busy with it; then plugs in a fresh device, which
-# the still-loaded driver probes.
+# the driver's worker is busy with it; after a settle period plugs in a
+# fresh device, which the still-loaded driver probes.
 ktap_plan 6
 check device_present find_dev
 check insmod_pci_rig insmod /lib/modules/pci_rig.ko
@@ -9,6 +9,7 @@ check bound bound_to pci_rig
 sleep 1 # let the worker run
 host unplug
 check removed wait_for 300 gone
+settle
 host replug
 check present_again wait_for 300 find_dev
 check bound_again wait_for 100 bound_to pci_rig

@@ -5,21 +5,14 @@
 # /proc/interrupts and in the device's IRQ_COUNT. Register accesses are
 # reported as `# mmio` lines and checked against the device's access log.
 rounds=10
-ktap_plan 6
+ktap_plan 7
 check device_present find_dev
 echo 7072 0001 > /sys/bus/pci/drivers/uio_pci_generic/new_id 2>/dev/null
 check bound_to_uio bound_to uio_pci_generic
-bar0=$(( $(sed -n 1p "$dev/resource" | cut -d' ' -f1) ))
-rd() { val=$(devmem $(( bar0 + $1 )) 32); echo "# mmio r bar0 $1 4 $val"; }
-wr() { devmem $(( bar0 + $1 )) 32 $2; echo "# mmio w bar0 $1 4 $2"; }
+bars
 # Sum of the per-CPU columns of uio_pci_generic's line.
 irqs() {
     awk '/uio_pci_generic/ { s = 0; for (i = 2; $i ~ /^[0-9]+$/; i++) s += $i; print s }' /proc/interrupts
-}
-# Clears INTx disable (command register bit 10, bit 2 of the byte at 5).
-unmask() {
-    hi=$(( $(od -An -tu1 -j5 -N1 "$dev/config") & ~4 ))
-    echo -ne "\\0$(printf %03o $hi)" | dd of="$dev/config" bs=1 seek=5 count=1 conv=notrunc 2>/dev/null
 }
 # Waits up to ~5 s for /proc/interrupts to reach $1.
 wait_irqs() {
@@ -32,19 +25,20 @@ wait_irqs() {
 check irq_line_listed sh -c "grep uio_pci_generic /proc/interrupts"
 before=$(irqs)
 echo "# intx irq line: $(grep uio_pci_generic /proc/interrupts)"
-wr 0x34 0x4
+wr bar0 0x34 0x4
 n=0; lost=0
 while [ $n -lt $rounds ]; do
-    unmask
-    wr 0x38 0x4
+    intx_mask 0
+    wr bar0 0x38 0x4
     wait_irqs $(( before + n + 1 )) || lost=$((lost + 1))
-    wr 0x3c 0x4
+    wr bar0 0x3c 0x4
     n=$((n + 1))
 done
 after=$(irqs)
 echo "# intx /proc/interrupts $before -> $after over $rounds raises, $lost waits timed out"
 check every_raise_interrupted [ $(( after - before )) -eq $rounds ]
-rd 0x40
+check no_wait_timed_out [ $lost -eq 0 ]
+rd bar0 0x40
 check device_counted_them [ $(( val )) -eq $rounds ]
-rd 0x30
+rd bar0 0x30
 check all_acked [ $(( val )) -eq 0 ]

@@ -12,3 +12,4 @@ check worker_gave_up wait_for 100 sh -c 'dmesg | grep -q worker_gave_up'
 host unplug
 check removed wait_for 300 gone
 check unplug_settled unplug_settled
+settle

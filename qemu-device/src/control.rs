@@ -21,6 +21,7 @@ pub struct KnobUpdate {
     stuck_busy: Option<bool>,
     drop_irqs: Option<bool>,
     wrong_id: Option<bool>,
+    wrong_version: Option<bool>,
 }
 
 // Unit-like variants are written `{}` so that deny_unknown_fields covers them too.
@@ -63,12 +64,17 @@ pub fn handle(model: &mut Model, req: Request) -> Value {
                 stuck_busy: u.stuck_busy.unwrap_or(old.stuck_busy),
                 drop_irqs: u.drop_irqs.unwrap_or(old.drop_irqs),
                 wrong_id: u.wrong_id.unwrap_or(old.wrong_id),
+                wrong_version: u.wrong_version.unwrap_or(old.wrong_version),
             };
-            model.set_knobs(new);
-            json!({ "ok": true, "knobs": model.knobs() })
+            match model.set_knobs(new) {
+                Ok(()) => json!({ "ok": true, "knobs": model.knobs() }),
+                Err(e) => json!({ "ok": false, "error": e }),
+            }
         }
         Request::ClearKnobs {} => {
-            model.set_knobs(Knobs::default());
+            model
+                .set_knobs(Knobs::default())
+                .expect("the default knobs pass Knobs::check");
             json!({ "ok": true, "knobs": model.knobs() })
         }
         Request::State {} => json!({ "ok": true, "state": model.state() }),
@@ -207,12 +213,26 @@ mod tests {
         assert_eq!(r["knobs"]["all_ones"], true);
         let r = ask(
             &mut m,
-            r#"{"cmd":"set_knobs","latency_ns":1000,"wrong_id":true}"#,
+            r#"{"cmd":"set_knobs","latency_ns":1000,"wrong_id":true,"wrong_version":true}"#,
         );
         assert_eq!(r["knobs"]["all_ones"], true);
         assert_eq!(r["knobs"]["latency_ns"], 1000);
+        let r = ask(
+            &mut m,
+            r#"{"cmd":"set_knobs","latency_ns":18446744073709551615}"#,
+        );
+        assert_eq!(r["ok"], false, "{r}");
+        assert!(
+            r["error"].as_str().unwrap().contains("above the limit"),
+            "{r}"
+        );
+        assert_eq!(
+            m.knobs().latency_ns,
+            1000,
+            "unchanged by the refused request"
+        );
         assert_eq!(m.knobs().latency_ns, 1000);
-        assert!(m.knobs().wrong_id);
+        assert!(m.knobs().wrong_id && m.knobs().wrong_version);
         ask(&mut m, r#"{"cmd":"clear_knobs"}"#);
         assert_eq!(m.knobs(), &Knobs::default());
         let r = ask(&mut m, r#"{"cmd":"knobs"}"#);

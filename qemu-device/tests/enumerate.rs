@@ -92,10 +92,13 @@ fn enumerator_sees_the_documented_device() {
 #[test]
 fn surprise_removal_empties_the_slot() {
     let model = Rc::new(RefCell::new(Model::new()));
-    model.borrow_mut().set_knobs(Knobs {
-        all_ones: true,
-        ..Knobs::default()
-    });
+    model
+        .borrow_mut()
+        .set_knobs(Knobs {
+            all_ones: true,
+            ..Knobs::default()
+        })
+        .unwrap();
     let root = PciRoot::new(ModelCam(model));
     assert_eq!(root.enumerate_bus(0).count(), 0);
 }

@@ -242,10 +242,13 @@ fn device_reset_over_the_socket() {
 #[test]
 fn latency_knob_delays_bar_accesses() {
     let mut r = rig("latency");
-    lock(&r.device).model.set_knobs(qemu_device::model::Knobs {
-        latency_ns: 20_000_000,
-        ..Default::default()
-    });
+    lock(&r.device)
+        .model
+        .set_knobs(qemu_device::model::Knobs {
+            latency_ns: 20_000_000,
+            ..Default::default()
+        })
+        .unwrap();
     let t = std::time::Instant::now();
     r.bar0(MAGIC);
     assert!(t.elapsed() >= std::time::Duration::from_millis(20));

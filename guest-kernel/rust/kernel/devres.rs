@@ -142,10 +142,13 @@ impl PointerNode {
     }
 }
 
-/// Ends the current binding of `dev`: no [`Devres`] of it gives access any more once this
-/// returns, and accesses that were in progress have ended. Bus adapters call it after the
-/// driver's remove, or after its probe failed. Might sleep.
+/// Ends the current binding of `dev`: its interrupts are freed first (see [`irq`](crate::irq)),
+/// then no [`Devres`] of it gives access any more once this returns, and accesses that were in
+/// progress have ended. Bus adapters call it after the driver's remove, or after its probe
+/// failed. Might sleep.
 pub(crate) fn binding_end(dev: &Device) {
+    // Handlers get the device as bound: free their interrupts (waiting for running ones) first.
+    crate::irq::free_all(dev);
     if let Some(binding) = find_binding(dev) {
         if binding.bound.swap(false, Ordering::Relaxed) {
             rcu::synchronize();

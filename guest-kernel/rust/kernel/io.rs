@@ -135,7 +135,8 @@ macro_rules! io_accessors {
         /// # Ok::<(), Error>(())
         /// ```
         $(#[$attr])*
-        #[inline]
+        // Always inlined, so that a constant `offset` reaches the build-time check as one.
+        #[inline(always)]
         pub fn $read(&self, offset: usize) -> $ty {
             let addr = self.io_addr_assert::<$ty>(offset);
             // SAFETY: `addr` is inside the mapping (checked at build time), which is valid by the
@@ -187,7 +188,8 @@ macro_rules! io_accessors {
         /// # Ok::<(), Error>(())
         /// ```
         $(#[$attr])*
-        #[inline]
+        // Always inlined, so that a constant `offset` reaches the build-time check as one.
+        #[inline(always)]
         pub fn $write(&self, value: $ty, offset: usize) {
             let addr = self.io_addr_assert::<$ty>(offset);
             // SAFETY: `addr` is inside the mapping (checked at build time), which is valid by the

@@ -918,6 +918,165 @@ impl Device<Bound> {
     }
 }
 
+/// Kinds of interrupt vectors to allocate (C's `PCI_IRQ_*`); combine with `|`, most preferred
+/// first is the kernel's choice: MSI-X, then MSI, then INTx.
+///
+/// # Examples
+///
+/// ```
+/// use kernel::pci::IrqTypes;
+/// let either = IrqTypes::MSI | IrqTypes::INTX;
+/// # let _ = either;
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IrqTypes(u32);
+
+impl IrqTypes {
+    /// The legacy pin interrupt (INTx), possibly shared.
+    pub const INTX: IrqTypes = IrqTypes(bindings::PCI_IRQ_INTX);
+    /// Message-signalled interrupts.
+    pub const MSI: IrqTypes = IrqTypes(bindings::PCI_IRQ_MSI);
+    /// MSI-X.
+    pub const MSIX: IrqTypes = IrqTypes(bindings::PCI_IRQ_MSIX);
+}
+
+impl core::ops::BitOr for IrqTypes {
+    type Output = IrqTypes;
+
+    fn bitor(self, other: IrqTypes) -> IrqTypes {
+        IrqTypes(self.0 | other.0)
+    }
+}
+
+/// Frees a device's interrupt vectors on unbind; registered by [`Device::alloc_irq_vectors`].
+///
+/// # Safety
+///
+/// `pdev` must be a `struct pci_dev` whose vectors were allocated once for this call.
+unsafe extern "C" fn free_irq_vectors_action(pdev: *mut c_void) {
+    // SAFETY: By the safety requirements.
+    unsafe { bindings::pci_free_irq_vectors(pdev.cast()) }
+}
+
+impl Device<Bound> {
+    /// Allocates between `min` and `max` interrupt vectors of the given kinds; returns how many.
+    /// They are freed when the binding ends, after the interrupts requested on them.
+    ///
+    /// # Examples
+    ///
+    /// See [`irq`](crate::irq).
+    ///
+    /// ```
+    /// use kernel::pci::{Bound, Device, IrqTypes};
+    /// fn one_vector(pdev: &Device<Bound>) -> Result<u32> {
+    ///     pdev.alloc_irq_vectors(1, 1, IrqTypes::MSI | IrqTypes::INTX)
+    /// }
+    /// ```
+    pub fn alloc_irq_vectors(&self, min: u32, max: u32, types: IrqTypes) -> Result<u32> {
+        // SAFETY: `self` is a valid `pci_dev`.
+        let n = unsafe { bindings::pci_alloc_irq_vectors(self.as_raw(), min, max, types.0) };
+        to_result(n)?;
+        // SAFETY: The vectors were just allocated; the action frees them once, on unbind (devres
+        // releases after the binding's interrupts were freed). On failure it runs at once.
+        to_result(unsafe {
+            bindings::devm_add_action_or_reset(
+                self.as_ref().as_raw(),
+                Some(free_irq_vectors_action),
+                self.as_raw().cast(),
+            )
+        })?;
+        // Cannot wrap: `n` is positive.
+        Ok(n as u32)
+    }
+
+    /// Whether the allocated vectors are MSI (else INTx).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// fn mode(pdev: &kernel::pci::Device<kernel::pci::Bound>) -> &'static str {
+    ///     if pdev.msi_enabled() { "msi" } else { "intx" }
+    /// }
+    /// ```
+    pub fn msi_enabled(&self) -> bool {
+        // SAFETY: `self` is a valid `pci_dev`; the PCI core sets the bit when enabling MSI.
+        unsafe { (*self.as_raw()).msi_enabled() != 0 }
+    }
+
+    /// Returns the Linux interrupt number of vector `index`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// fn first(pdev: &kernel::pci::Device<kernel::pci::Bound>) -> Result<u32> {
+    ///     pdev.irq_vector(0)
+    /// }
+    /// ```
+    pub fn irq_vector(&self, index: u32) -> Result<u32> {
+        // SAFETY: `self` is a valid `pci_dev`.
+        let irq = unsafe { bindings::pci_irq_vector(self.as_raw(), index) };
+        to_result(irq)?;
+        // Cannot wrap: `irq` is not negative.
+        Ok(irq as u32)
+    }
+
+    /// Requests vector `index` for a hard-IRQ `handler` until the binding ends (see
+    /// [`irq::request`](crate::irq::request)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::{device::{Bound, Device}, irq::{self, IrqReturn}, pci, sync::Arc};
+    /// struct Quiet;
+    /// impl irq::Handler for Quiet {
+    ///     fn handle(&self, _dev: &Device<Bound>) -> IrqReturn {
+    ///         IrqReturn::None
+    ///     }
+    /// }
+    /// fn wire(pdev: &pci::Device<pci::Bound>) -> Result {
+    ///     pdev.request_irq(0, irq::Flags::SHARED, kernel::c_str!("quiet"), Arc::new(Quiet, GFP_KERNEL)?)
+    /// }
+    /// ```
+    pub fn request_irq<T: crate::irq::Handler>(
+        &self,
+        index: u32,
+        flags: crate::irq::Flags,
+        name: &'static CStr,
+        handler: crate::sync::Arc<T>,
+    ) -> Result {
+        crate::irq::request(self.as_ref(), self.irq_vector(index)?, flags, name, handler)
+    }
+
+    /// Requests vector `index` for a threaded `handler` until the binding ends (see
+    /// [`irq::request_threaded`](crate::irq::request_threaded)).
+    ///
+    /// # Examples
+    ///
+    /// See [`irq`](crate::irq).
+    ///
+    /// ```
+    /// use kernel::{device::{Bound, Device}, irq::{self, IrqReturn}, pci, sync::Arc};
+    /// struct Slow;
+    /// impl irq::ThreadedHandler for Slow {
+    ///     fn handle_threaded(&self, _dev: &Device<Bound>) -> IrqReturn {
+    ///         IrqReturn::Handled
+    ///     }
+    /// }
+    /// fn wire(pdev: &pci::Device<pci::Bound>) -> Result {
+    ///     pdev.request_threaded_irq(0, irq::Flags::NONE, kernel::c_str!("slow"), Arc::new(Slow, GFP_KERNEL)?)
+    /// }
+    /// ```
+    pub fn request_threaded_irq<T: crate::irq::ThreadedHandler>(
+        &self,
+        index: u32,
+        flags: crate::irq::Flags,
+        name: &'static CStr,
+        handler: crate::sync::Arc<T>,
+    ) -> Result {
+        crate::irq::request_threaded(self.as_ref(), self.irq_vector(index)?, flags, name, handler)
+    }
+}
+
 impl Device<Core> {
     /// Enables the device's memory space; it is disabled again when the device is unbound.
     ///

@@ -131,7 +131,9 @@ fuzz_target!(|steps: Vec<Step>| {
                     stuck_busy: bits & 4 != 0,
                     drop_irqs: bits & 8 != 0,
                     wrong_id: bits & 16 != 0,
-                });
+                    wrong_version: bits & 32 != 0,
+                })
+                .expect("small latencies are accepted");
             }
             Step::Control(line) => {
                 logged = false;

@@ -29,6 +29,8 @@ pub const VERSION_VALUE: u32 = 0x0001_0000;
 /// What MAGIC and VERSION read while the wrong-id knob is set.
 pub const WRONG_MAGIC_VALUE: u32 = 0x0bad_0bad;
 pub const WRONG_VERSION_VALUE: u32 = 0xffff_0000;
+/// What VERSION reads while the wrong-version knob is set: major 2, minor 0.
+pub const WRONG_MAJOR_VALUE: u32 = 0x0002_0000;
 
 pub const STATUS_BUSY: u32 = 1 << 0;
 pub const STATUS_DONE: u32 = 1 << 1;
@@ -95,6 +97,7 @@ impl Model {
             MAGIC if self.knobs.wrong_id => WRONG_MAGIC_VALUE,
             MAGIC => MAGIC_VALUE,
             VERSION if self.knobs.wrong_id => WRONG_VERSION_VALUE,
+            VERSION if self.knobs.wrong_version => WRONG_MAJOR_VALUE,
             VERSION => VERSION_VALUE,
             SCRATCH => r.scratch,
             COUNTER => {
@@ -164,11 +167,7 @@ impl Model {
         let Some(op) = self.regs.pending.take() else {
             return;
         };
-        let outcome = if self.knobs.force_error {
-            Err(ERR_FORCED)
-        } else {
-            self.run_op(op)
-        };
+        let outcome = self.run_op(op);
         let r = &mut self.regs;
         match outcome {
             Ok(result) => {
@@ -186,6 +185,8 @@ impl Model {
     }
 
     /// Runs an operation on the window; the result is the CRC-32 of the range afterwards.
+    /// Errors in REGISTERS.md's order: BAD_OPCODE, then BAD_RANGE, then FORCED (a malformed
+    /// request is reported as such even while errors are forced).
     fn run_op(&mut self, op: Op) -> Result<u32, u32> {
         if !matches!(op.opcode, OP_CRC32 | OP_FILL | OP_INVERT) {
             return Err(ERR_BAD_OPCODE);
@@ -195,6 +196,9 @@ impl Model {
             .checked_add(op.length as usize)
             .and_then(|end| self.window.get_mut(start..end))
             .ok_or(ERR_BAD_RANGE)?;
+        if self.knobs.force_error {
+            return Err(ERR_FORCED);
+        }
         match op.opcode {
             OP_CRC32 => {}
             OP_FILL => range.fill(op.arg as u8),

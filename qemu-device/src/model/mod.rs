@@ -34,6 +34,26 @@ pub struct Knobs {
     pub drop_irqs: bool,
     /// MAGIC and VERSION read wrong, so a driver's probe must fail.
     pub wrong_id: bool,
+    /// MAGIC reads right, VERSION a major this register map is not (2): only a driver that
+    /// checks the version refuses the device.
+    pub wrong_version: bool,
+}
+
+/// The largest `latency_ns` the device accepts: 100 ms per access. Larger values are refused,
+/// so that a typo cannot stall every guest access for hours.
+pub const MAX_LATENCY_NS: u64 = 100_000_000;
+
+impl Knobs {
+    /// Whether the device can take these knobs; the reason when not.
+    pub fn check(&self) -> Result<(), String> {
+        if self.latency_ns > MAX_LATENCY_NS {
+            return Err(format!(
+                "latency_ns {} is above the limit of {MAX_LATENCY_NS} (100 ms per access)",
+                self.latency_ns
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Why an access was refused. The model has logged and counted it already.
@@ -281,13 +301,16 @@ impl Model {
         &self.knobs
     }
 
-    /// Replaces the knobs. Clearing stuck-busy completes the operation in flight.
-    pub fn set_knobs(&mut self, knobs: Knobs) {
+    /// Replaces the knobs, unless `Knobs::check` refuses them (then nothing changes).
+    /// Clearing stuck-busy completes the operation in flight.
+    pub fn set_knobs(&mut self, knobs: Knobs) -> Result<(), String> {
+        knobs.check()?;
         self.knobs = knobs;
         if !self.knobs.stuck_busy {
             self.complete_op();
         }
         self.update_irq();
+        Ok(())
     }
 
     /// The INTx pin: the interrupt line unless the command register disables INTx.

@@ -36,7 +36,7 @@ fn run(m: &mut Model, op: u32, offset: u32, len: u32, arg: u32) -> u32 {
 fn set(m: &mut Model, f: impl FnOnce(&mut Knobs)) {
     let mut k = m.knobs().clone();
     f(&mut k);
-    m.set_knobs(k);
+    m.set_knobs(k).unwrap();
 }
 
 #[test]
@@ -353,6 +353,25 @@ fn force_error_knob() {
     assert_eq!(run(&mut m, OP_CRC32, 0, 4, 0), STATUS_DONE);
 }
 
+/// REGISTERS.md's order: BAD_OPCODE before BAD_RANGE before FORCED.
+#[test]
+fn error_codes_take_precedence_in_the_documented_order() {
+    let mut m = Model::new();
+    let err = |code: u32| STATUS_DONE | STATUS_ERROR | (code << STATUS_CODE_SHIFT);
+    set(&mut m, |k| k.force_error = true);
+    assert_eq!(run(&mut m, 0x63, 0xffff, 2, 0), err(ERR_BAD_OPCODE));
+    assert_eq!(run(&mut m, 0x63, 0, 4, 0), err(ERR_BAD_OPCODE));
+    assert_eq!(run(&mut m, OP_FILL, 0xffff, 2, 0x5a), err(ERR_BAD_RANGE));
+    assert_eq!(run(&mut m, OP_FILL, 0, 4, 0x5a), err(ERR_FORCED));
+    assert_eq!(
+        rd(&mut m, Region::Bar2, 0, 4),
+        0,
+        "a forced error fills nothing"
+    );
+    set(&mut m, |k| k.force_error = false);
+    assert_eq!(run(&mut m, OP_FILL, 0xffff, 2, 0x5a), err(ERR_BAD_RANGE));
+}
+
 #[test]
 fn stuck_busy_knob_holds_operation_until_cleared() {
     let mut m = Model::new();
@@ -408,6 +427,31 @@ fn wrong_id_knob() {
     assert_eq!(r32(&mut m, MAGIC), WRONG_MAGIC_VALUE);
     assert_eq!(r32(&mut m, VERSION), WRONG_VERSION_VALUE);
     assert_eq!(cfg32(&mut m, 0), 0x0001_7072, "config ids unchanged");
+}
+
+#[test]
+fn wrong_version_knob_changes_only_the_major() {
+    let mut m = Model::new();
+    set(&mut m, |k| k.wrong_version = true);
+    assert_eq!(r32(&mut m, MAGIC), MAGIC_VALUE);
+    assert_eq!(r32(&mut m, VERSION), WRONG_MAJOR_VALUE);
+    assert_ne!(WRONG_MAJOR_VALUE >> 16, VERSION_VALUE >> 16);
+    assert_eq!(WRONG_MAJOR_VALUE & 0xffff, VERSION_VALUE & 0xffff);
+    set(&mut m, |k| k.wrong_version = false);
+    assert_eq!(r32(&mut m, VERSION), VERSION_VALUE);
+}
+
+#[test]
+fn latency_above_the_bound_is_refused_and_changes_nothing() {
+    let mut m = Model::new();
+    set(&mut m, |k| k.latency_ns = MAX_LATENCY_NS);
+    let mut k = m.knobs().clone();
+    k.latency_ns = MAX_LATENCY_NS + 1;
+    k.all_ones = true;
+    let e = m.set_knobs(k).unwrap_err();
+    assert!(e.contains("above the limit of 100000000"), "{e}");
+    assert_eq!(m.knobs().latency_ns, MAX_LATENCY_NS);
+    assert!(!m.knobs().all_ones, "a refused request changes no knob");
 }
 
 #[test]

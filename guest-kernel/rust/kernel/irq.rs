@@ -1,0 +1,459 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Interrupt handlers tied to a device's binding.
+//!
+//! A driver hands a handler to [`request`] or [`request_threaded`] (PCI drivers usually go
+//! through [`pci::Device::request_irq`](crate::pci::Device::request_irq) or
+//! [`pci::Device::request_threaded_irq`](crate::pci::Device::request_threaded_irq)). The registration then
+//! belongs to the binding: when the binding ends, the interrupt is freed (`free_irq()`, which
+//! waits for a handler that is running) *before* the binding's [`Devres`](crate::devres::Devres)
+//! values stop being accessible. So a handler only ever runs while the device is bound, and it
+//! is handed the device as [`Device<Bound>`]: it reaches its BAR with
+//! [`Devres::access`](crate::devres::Devres::access), with no RCU and no way to find it revoked.
+//!
+//! C header: [`include/linux/interrupt.h`](srctree/include/linux/interrupt.h)
+//!
+//! # Examples
+//!
+//! A driver for QEMU's `edu` device (1234:11e8; this test expects one, with its MSI or INTx):
+//! probe raises an interrupt through the device's INT_RAISE register (0x60), the threaded
+//! handler reads the status (0x24), acknowledges it (0x64) and counts it; remove raises one
+//! more, which is handled before the unbind completes. The handler records whether the BAR was
+//! ever refused to it; the test thread asserts.
+//!
+//! ```
+//! use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+//! use kernel::{
+//!     c_str, device::{Bound, Device}, devres::Devres, driver::Registration,
+//!     irq::{self, IrqReturn}, pci, sync::Arc, types::ForeignOwnable,
+//! };
+//!
+//! const RAISE: usize = 0x60;
+//! const STATUS: usize = 0x24;
+//! const ACK: usize = 0x64;
+//!
+//! struct Counter {
+//!     bar: Arc<Devres<pci::Bar<0x100>>>,
+//!     handled: AtomicU32,
+//!     refused: AtomicU32,
+//! }
+//!
+//! impl irq::ThreadedHandler for Counter {
+//!     fn handle_threaded(&self, dev: &Device<Bound>) -> IrqReturn {
+//!         let Ok(io) = self.bar.access(dev) else {
+//!             self.refused.fetch_add(1, Ordering::SeqCst);
+//!             return IrqReturn::None;
+//!         };
+//!         let status = io.readl(STATUS);
+//!         if status == 0 {
+//!             return IrqReturn::None;
+//!         }
+//!         io.writel(status, ACK);
+//!         self.handled.fetch_add(1, Ordering::SeqCst);
+//!         IrqReturn::Handled
+//!     }
+//! }
+//!
+//! static COUNTER: AtomicPtr<core::ffi::c_void> = AtomicPtr::new(core::ptr::null_mut());
+//!
+//! struct Edu;
+//! kernel::pci_device_table!(EDU_IDS, (), [(pci::DeviceId::from_id(0x1234, 0x11e8), ())]);
+//! impl pci::Driver for Edu {
+//!     type IdInfo = ();
+//!     const ID_TABLE: pci::IdTable<()> = EDU_IDS;
+//!     type Data = Arc<Counter>;
+//!     fn probe(pdev: &pci::Device<pci::Core>, _info: &()) -> Result<Arc<Counter>> {
+//!         pdev.enable_device_mem()?;
+//!         pdev.set_master();
+//!         pdev.alloc_irq_vectors(1, 1, pci::IrqTypes::MSI | pci::IrqTypes::INTX)?;
+//!         let bar = Arc::new(pdev.iomap_region_sized::<0x100>(0, c_str!("rust_doctest_irq"))?,
+//!                            GFP_KERNEL)?;
+//!         let counter = Arc::new(
+//!             Counter { bar, handled: AtomicU32::new(0), refused: AtomicU32::new(0) },
+//!             GFP_KERNEL,
+//!         )?;
+//!         pdev.request_threaded_irq(0, irq::Flags::SHARED, c_str!("rust_doctest_irq"),
+//!                                   counter.clone())?;
+//!         counter.bar.access(pdev.as_ref())?.writel(1, RAISE);
+//!         COUNTER.store(counter.clone().into_foreign().cast_mut(), Ordering::SeqCst);
+//!         Ok(counter)
+//!     }
+//!     fn remove(pdev: &pci::Device<pci::Core>, counter: &Arc<Counter>) {
+//!         if let Ok(io) = counter.bar.access(pdev.as_ref()) {
+//!             io.writel(2, RAISE);
+//!         }
+//!     }
+//! }
+//!
+//! // SAFETY: Built-in code has no module of its own; null is what it uses.
+//! static MODULE: ThisModule = unsafe { ThisModule::from_ptr(core::ptr::null_mut()) };
+//!
+//! let reg = KBox::pin_init(
+//!     Registration::<pci::Adapter<Edu>>::new(c_str!("rust_doctest_irq"), &MODULE),
+//!     GFP_KERNEL,
+//! )?;
+//! // SAFETY: The probe stored this reference with `into_foreign`; taken back only here.
+//! let counter = unsafe {
+//!     Arc::<Counter>::from_foreign(COUNTER.swap(core::ptr::null_mut(), Ordering::SeqCst))
+//! };
+//! // The first interrupt is handled within a second.
+//! for _ in 0..1000 {
+//!     if counter.handled.load(Ordering::SeqCst) > 0 {
+//!         break;
+//!     }
+//!     // SAFETY: The test runs in process context, where `msleep` may sleep.
+//!     unsafe { kernel::bindings::msleep(1) };
+//! }
+//! assert_eq!(counter.handled.load(Ordering::SeqCst), 1);
+//! drop(reg); // unbinds: remove() raises one more, handled before the interrupt is freed
+//! assert_eq!(counter.refused.load(Ordering::SeqCst), 0);
+//! # Ok::<(), Error>(())
+//! ```
+
+use crate::{
+    alloc::{flags::GFP_KERNEL, KBox},
+    bindings,
+    device::{Bound, Device},
+    error::{code::ENOMEM, to_result, Result},
+    ffi::{c_int, c_ulong, c_void},
+    str::CStr,
+    sync::Arc,
+    types::ARef,
+};
+
+/// What a handler says about an interrupt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IrqReturn {
+    /// It was not this device's (the line may be shared).
+    None,
+    /// It was handled.
+    Handled,
+}
+
+/// What the first (hard-IRQ) half of a threaded handler says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThreadedIrqReturn {
+    /// It was not this device's.
+    None,
+    /// It was handled entirely here.
+    Handled,
+    /// Run [`ThreadedHandler::handle_threaded`].
+    WakeThread,
+}
+
+impl IrqReturn {
+    fn raw(self) -> bindings::irqreturn_t {
+        match self {
+            Self::None => bindings::irqreturn_IRQ_NONE,
+            Self::Handled => bindings::irqreturn_IRQ_HANDLED,
+        }
+    }
+}
+
+impl ThreadedIrqReturn {
+    fn raw(self) -> bindings::irqreturn_t {
+        match self {
+            Self::None => bindings::irqreturn_IRQ_NONE,
+            Self::Handled => bindings::irqreturn_IRQ_HANDLED,
+            Self::WakeThread => bindings::irqreturn_IRQ_WAKE_THREAD,
+        }
+    }
+}
+
+/// Flags for requesting an interrupt (C's `IRQF_*`).
+///
+/// # Examples
+///
+/// ```
+/// let shared = kernel::irq::Flags::SHARED;
+/// # let _ = shared;
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Flags(c_ulong);
+
+impl Flags {
+    /// No flags: the line is this device's alone (MSI).
+    pub const NONE: Flags = Flags(0);
+    /// The line may be shared with other devices (INTx): handlers must say
+    /// [`IrqReturn::None`] to interrupts that are not theirs.
+    pub const SHARED: Flags = Flags(bindings::IRQF_SHARED as c_ulong);
+}
+
+/// An interrupt handler that runs in hard-IRQ context: it must not sleep.
+pub trait Handler: Send + Sync + 'static {
+    /// Handles an interrupt of `dev`, which is bound while this runs.
+    fn handle(&self, dev: &Device<Bound>) -> IrqReturn;
+}
+
+/// A threaded interrupt handler: a hard-IRQ half and a half that runs in a kernel thread and may
+/// sleep. The line stays masked from the first half to the end of the second (`IRQF_ONESHOT`).
+pub trait ThreadedHandler: Send + Sync + 'static {
+    /// The hard-IRQ half; by default it wakes the thread.
+    fn handle(&self, _dev: &Device<Bound>) -> ThreadedIrqReturn {
+        ThreadedIrqReturn::WakeThread
+    }
+
+    /// The threaded half; `dev` is bound while this runs.
+    fn handle_threaded(&self, dev: &Device<Bound>) -> IrqReturn;
+}
+
+/// What `free_irq()` needs back, plus the handler to drop after it: the data of the devres entry
+/// of one registration.
+///
+/// # Invariants
+///
+/// `cookie` is a pointer made by `KBox::into_raw` of an `Action<T>` for which `drop_action` is
+/// `drop_action::<T>`; `irq` was requested with `cookie` as its `dev_id`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Node {
+    irq: u32,
+    cookie: *mut c_void,
+    drop_action: unsafe fn(*mut c_void),
+}
+
+/// The handler with the device it is for: the `dev_id` of the interrupt.
+struct Action<T> {
+    dev: ARef<Device>,
+    handler: Arc<T>,
+}
+
+impl<T> Action<T> {
+    /// The device, bound.
+    ///
+    /// # Safety
+    ///
+    /// Only from a handler of the registration holding `self`: registrations are freed before
+    /// their binding ends, so the device is bound while a handler runs.
+    unsafe fn bound_dev(&self) -> &Device<Bound> {
+        // SAFETY: The device is valid (we hold a reference) and bound (the caller's promise).
+        unsafe { Device::from_raw(self.dev.as_raw()) }
+    }
+}
+
+/// Drops the `Action<T>` behind `cookie`.
+///
+/// # Safety
+///
+/// `cookie` must come from `KBox::into_raw` of an `Action<T>`, not dropped yet, and no handler
+/// may use it any more.
+unsafe fn drop_action<T>(cookie: *mut c_void) {
+    // SAFETY: By the safety requirements.
+    drop(unsafe { KBox::from_raw(cookie.cast::<Action<T>>()) });
+}
+
+/// # Safety
+///
+/// `cookie` must be the `dev_id` of a live registration made by [`request`] for `T`.
+unsafe extern "C" fn hard_trampoline<T: Handler>(
+    _irq: c_int,
+    cookie: *mut c_void,
+) -> bindings::irqreturn_t {
+    // SAFETY: By the safety requirements `cookie` is a live `Action<T>`.
+    let action = unsafe { &*cookie.cast::<Action<T>>() };
+    // SAFETY: Called by the IRQ core as a handler of that registration.
+    let dev = unsafe { action.bound_dev() };
+    action.handler.handle(dev).raw()
+}
+
+/// # Safety
+///
+/// As for [`hard_trampoline`], for a registration made by [`request_threaded`].
+unsafe extern "C" fn first_half<T: ThreadedHandler>(
+    _irq: c_int,
+    cookie: *mut c_void,
+) -> bindings::irqreturn_t {
+    // SAFETY: By the safety requirements `cookie` is a live `Action<T>`.
+    let action = unsafe { &*cookie.cast::<Action<T>>() };
+    // SAFETY: Called by the IRQ core as a handler of that registration.
+    let dev = unsafe { action.bound_dev() };
+    action.handler.handle(dev).raw()
+}
+
+/// # Safety
+///
+/// As for [`first_half`].
+unsafe extern "C" fn second_half<T: ThreadedHandler>(
+    _irq: c_int,
+    cookie: *mut c_void,
+) -> bindings::irqreturn_t {
+    // SAFETY: By the safety requirements `cookie` is a live `Action<T>`.
+    let action = unsafe { &*cookie.cast::<Action<T>>() };
+    // SAFETY: Called by the IRQ core as the thread of that registration.
+    let dev = unsafe { action.bound_dev() };
+    action.handler.handle_threaded(dev).raw()
+}
+
+/// The devres release function of a registration: frees the interrupt, then the handler.
+///
+/// # Safety
+///
+/// `res` must be the data area of an entry made by [`register`], and the driver core must have
+/// taken the entry off the device's list.
+unsafe extern "C" fn release(_dev: *mut bindings::device, res: *mut c_void) {
+    // SAFETY: By the safety requirements `res` holds a `Node` (its invariants hold).
+    let node = unsafe { *res.cast::<Node>() };
+    // SAFETY: `node.irq` was requested with `node.cookie`; `free_irq` waits for running handlers,
+    // after which none uses the action.
+    unsafe { bindings::free_irq(node.irq, node.cookie) };
+    // SAFETY: Made by `KBox::into_raw` for this `drop_action`; no handler uses it any more.
+    unsafe { (node.drop_action)(node.cookie) };
+}
+
+/// Frees every interrupt registered during the current binding of `dev`, waiting for running
+/// handlers. The binding's end calls it before anything of the binding is refused.
+pub(crate) fn free_all(dev: &Device) {
+    // SAFETY: `dev` is valid; `release` is only used for entries made by `register`, so with no
+    // match function `devres_release` takes the newest of them off the list and releases it.
+    while unsafe {
+        bindings::devres_release(dev.as_raw(), Some(release), None, core::ptr::null_mut())
+    } == 0
+    {}
+}
+
+/// Requests `irq` for `handler` and ties the registration to the binding of `dev`.
+///
+/// # Safety
+///
+/// `hard` and `thread` must be the trampolines of `T`'s kind (they are called with the
+/// `Action<T>` as `dev_id`).
+unsafe fn register<T: Send + Sync + 'static>(
+    dev: &Device<Bound>,
+    irq: u32,
+    flags: c_ulong,
+    name: &'static CStr,
+    handler: Arc<T>,
+    hard: bindings::irq_handler_t,
+    thread: bindings::irq_handler_t,
+) -> Result {
+    let action = KBox::new(
+        Action {
+            dev: ARef::from(&**dev),
+            handler,
+        },
+        GFP_KERNEL,
+    )?;
+    // SAFETY: The size is that of the `Node` written below; the name is static.
+    let entry = unsafe {
+        bindings::__devres_alloc_node(
+            Some(release),
+            core::mem::size_of::<Node>(),
+            GFP_KERNEL.as_raw(),
+            bindings::NUMA_NO_NODE,
+            c"rust_irq".as_ptr().cast(),
+        )
+    };
+    if entry.is_null() {
+        return Err(ENOMEM);
+    }
+    let cookie = KBox::into_raw(action).cast::<c_void>();
+    // SAFETY: The trampolines match `T` (the caller's promise) and `cookie` is an `Action<T>`
+    // that lives until `release` (or the failure path below) drops it; `name` is static.
+    let ret = unsafe {
+        bindings::request_threaded_irq(irq, hard, thread, flags, name.as_char_ptr(), cookie)
+    };
+    if let Err(e) = to_result(ret) {
+        // SAFETY: The request failed, so no handler uses `cookie`; the entry was never added.
+        unsafe {
+            drop_action::<T>(cookie);
+            bindings::devres_free(entry);
+        }
+        return Err(e);
+    }
+    // SAFETY: The entry has room for a `Node` and is on no list yet; once added, `release` frees
+    // the interrupt and drops the action (the `Node` invariants hold).
+    unsafe {
+        entry.cast::<Node>().write(Node {
+            irq,
+            cookie,
+            drop_action: drop_action::<T>,
+        });
+        bindings::devres_add(dev.as_raw(), entry);
+    }
+    Ok(())
+}
+
+/// Requests interrupt `irq` for a hard-IRQ `handler` until the binding of `dev` ends.
+///
+/// # Examples
+///
+/// ```
+/// use core::sync::atomic::{AtomicU32, Ordering};
+/// use kernel::{device::{Bound, Device}, irq::{self, IrqReturn}, sync::Arc};
+///
+/// struct Count(AtomicU32);
+/// impl irq::Handler for Count {
+///     fn handle(&self, _dev: &Device<Bound>) -> IrqReturn {
+///         self.0.fetch_add(1, Ordering::Relaxed);
+///         IrqReturn::Handled
+///     }
+/// }
+///
+/// fn wire(dev: &Device<Bound>, irq: u32) -> Result<Arc<Count>> {
+///     let count = Arc::new(Count(AtomicU32::new(0)), GFP_KERNEL)?;
+///     irq::request(dev, irq, irq::Flags::NONE, kernel::c_str!("my_driver"), count.clone())?;
+///     Ok(count)
+/// }
+/// ```
+pub fn request<T: Handler>(
+    dev: &Device<Bound>,
+    irq: u32,
+    flags: Flags,
+    name: &'static CStr,
+    handler: Arc<T>,
+) -> Result {
+    // SAFETY: The hard trampoline is `T`'s; there is no thread.
+    unsafe {
+        register(
+            dev,
+            irq,
+            flags.0,
+            name,
+            handler,
+            Some(hard_trampoline::<T>),
+            None,
+        )
+    }
+}
+
+/// Requests interrupt `irq` for a threaded `handler` until the binding of `dev` ends.
+///
+/// # Examples
+///
+/// See the [module documentation](self).
+///
+/// ```
+/// use kernel::{device::{Bound, Device}, irq::{self, IrqReturn}, sync::Arc};
+///
+/// struct Slow;
+/// impl irq::ThreadedHandler for Slow {
+///     fn handle_threaded(&self, _dev: &Device<Bound>) -> IrqReturn {
+///         IrqReturn::Handled // may sleep here
+///     }
+/// }
+///
+/// fn wire(dev: &Device<Bound>, irq: u32) -> Result {
+///     irq::request_threaded(dev, irq, irq::Flags::SHARED, kernel::c_str!("my_driver"),
+///                           Arc::new(Slow, GFP_KERNEL)?)
+/// }
+/// ```
+pub fn request_threaded<T: ThreadedHandler>(
+    dev: &Device<Bound>,
+    irq: u32,
+    flags: Flags,
+    name: &'static CStr,
+    handler: Arc<T>,
+) -> Result {
+    // SAFETY: Both halves are `T`'s.
+    unsafe {
+        register(
+            dev,
+            irq,
+            flags.0 | bindings::IRQF_ONESHOT as c_ulong,
+            name,
+            handler,
+            Some(first_half::<T>),
+            Some(second_half::<T>),
+        )
+    }
+}

@@ -1,0 +1,466 @@
+//! Holding the device's own access log against what the guest says it did:
+//! every BAR access the device saw must be one the guest accounts for, and
+//! every access the guest reports must be one the device saw.
+//!
+//! The guest accounts for an access in one of three ways (`driver::Actor`):
+//! a user-space `# mmio` line (one access, exactly where it stands); a
+//! driver `# mmio` line during probe (one access, exactly where it stands:
+//! nothing else runs before the worker starts); and, from `probe_done` to
+//! the binding's end, the worker's MAGIC reads, which it counts rather than
+//! reports, between the driver's later `# mmio` lines (remove()'s). When the
+//! binding ends the worker says how many reads it made (`worker_stopped
+//! accesses=N`); a binding still open when the guest powered off may read
+//! any number.
+
+use crate::device::{Access, Claimed};
+use crate::driver::{Actor, Binding};
+
+/// The register the worker reads (MAGIC).
+const WORKER_READS: u64 = 0x0;
+
+/// What the accounting matched.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Accounted {
+    pub bindings: usize,
+    /// Driver `# mmio` lines, each matched to one device access.
+    pub driver: usize,
+    /// User-space `# mmio` lines, likewise.
+    pub user: usize,
+    /// Worker reads (counted ones and, for an open binding, the rest).
+    pub worker: u64,
+}
+
+/// Whether `a` is a read the worker makes.
+fn is_worker_read(a: &Access) -> bool {
+    a.kind == "read" && a.region == "bar0" && a.offset == WORKER_READS && a.size == 4
+}
+
+fn show(a: Option<&Access>) -> String {
+    a.map_or("nothing more".into(), |a| {
+        format!(
+            "#{} {} {} 0x{:x} size {} value {}",
+            a.seq,
+            a.kind,
+            a.region,
+            a.offset,
+            a.size,
+            a.value.map_or("none".into(), |v| format!("0x{v:x}"))
+        )
+    })
+}
+
+fn claimed(c: &Claimed) -> String {
+    format!(
+        "{} {} 0x{:x} size {} value 0x{:x}",
+        c.kind, c.region, c.offset, c.size, c.value
+    )
+}
+
+/// The device's BAR accesses, consumed in order: one list per device
+/// server (a hot-plug attaches a fresh one), in attach order.
+struct Log<'a> {
+    servers: Vec<Vec<&'a Access>>,
+    server: usize,
+    at: usize,
+}
+
+impl<'a> Log<'a> {
+    /// The next access of the current server.
+    fn peek(&self) -> Option<&'a Access> {
+        self.servers.get(self.server)?.get(self.at).copied()
+    }
+
+    /// Moves on to the next server once this one's accesses are all used:
+    /// a binding's accesses never span two servers, but the next actor may
+    /// be on the next one.
+    fn next_server_if_done(&mut self) {
+        while self.server + 1 < self.servers.len() && self.peek().is_none() {
+            self.server += 1;
+            self.at = 0;
+        }
+    }
+
+    /// The accesses not used yet.
+    fn left(&self) -> usize {
+        self.servers
+            .iter()
+            .enumerate()
+            .skip(self.server)
+            .map(|(i, s)| s.len() - if i == self.server { self.at } else { 0 })
+            .sum()
+    }
+
+    /// The next access must be `c`.
+    fn exact(&mut self, c: &Claimed, who: &str) -> Result<(), String> {
+        self.next_server_if_done();
+        match self.peek() {
+            Some(a) if c.is(a) => {
+                self.at += 1;
+                Ok(())
+            }
+            other => Err(format!(
+                "{who} reported {}, but the device's next access was {}",
+                claimed(c),
+                show(other)
+            )),
+        }
+    }
+
+    /// From `probe_done` to the binding's end: the driver's later claims in
+    /// order, with the worker's reads between them; exactly the reads it
+    /// counted when the binding ended, any number (up to the end of this
+    /// server's log) when not.
+    fn worker_tail(&mut self, b: &Binding, k: usize) -> Result<u64, String> {
+        let mut claims = b.later_claims.iter().peekable();
+        let mut reads = 0;
+        loop {
+            let done = claims.peek().is_none() && b.worker_reads.is_some_and(|n| reads == n);
+            if done {
+                return Ok(reads);
+            }
+            let Some(a) = self.peek() else { break };
+            if claims.peek().is_some_and(|c| c.is(a)) {
+                claims.next();
+            } else if is_worker_read(a) && b.worker_reads.is_none_or(|n| reads < n) {
+                reads += 1;
+            } else {
+                return Err(format!(
+                    "binding {k}: the device saw {}, which is neither the driver's next report ({}) nor a worker read it counted ({reads} of {})",
+                    show(Some(a)),
+                    claims.peek().map_or("none left".into(), |c| claimed(c)),
+                    b.worker_reads.map_or("any".into(), |n| n.to_string())
+                ));
+            }
+            self.at += 1;
+        }
+        if let Some(c) = claims.next() {
+            return Err(format!(
+                "binding {k}: the driver reported {}, which the device never saw",
+                claimed(c)
+            ));
+        }
+        match b.worker_reads {
+            Some(n) if reads != n => Err(format!(
+                "binding {k}: the worker counted {n} MAGIC reads, the device saw {reads}"
+            )),
+            _ => Ok(reads),
+        }
+    }
+}
+
+/// Matches `history` against the device servers' access logs, in attach
+/// order (config space aside).
+pub fn account(history: &[Actor], servers: &[&[Access]]) -> Result<Accounted, String> {
+    let mut log = Log {
+        servers: servers
+            .iter()
+            .map(|l| l.iter().filter(|a| a.region != "config").collect())
+            .collect(),
+        server: 0,
+        at: 0,
+    };
+    let mut n = Accounted::default();
+    let mut open = None;
+    for actor in history {
+        if let Some(k) = open {
+            return Err(format!(
+                "binding {k}'s worker never reported stopping, yet the device was used after it"
+            ));
+        }
+        match actor {
+            Actor::User(c) => {
+                n.user += 1;
+                log.exact(c, &format!("user space (access {})", n.user))?;
+            }
+            Actor::Driver(b) => {
+                n.bindings += 1;
+                let k = n.bindings;
+                if b.probe_claims.is_empty() {
+                    return Err(format!(
+                        "binding {k}: the driver reported no MMIO access during probe"
+                    ));
+                }
+                for (i, c) in b.probe_claims.iter().enumerate() {
+                    log.exact(
+                        c,
+                        &format!("binding {k}: the driver's probe (access {})", i + 1),
+                    )?;
+                }
+                n.driver += b.probe_claims.len() + b.later_claims.len();
+                if b.probed {
+                    n.worker += log.worker_tail(b, k)?;
+                    if b.worker_reads.is_none() {
+                        open = Some(k);
+                    }
+                } else if !b.later_claims.is_empty() {
+                    return Err(format!(
+                        "binding {k}: the driver reported accesses after a failed probe"
+                    ));
+                }
+            }
+        }
+    }
+    let left = log.left();
+    if left > 0 {
+        return Err(format!(
+            "the device saw {left} access{} nothing the guest reported accounts for (after every binding ended), the first: {}",
+            if left == 1 { "" } else { "es" },
+            show(log.peek())
+        ));
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::history;
+
+    fn access(seq: u64, region: &str, offset: u64, value: u64, kind: &str) -> Access {
+        Access {
+            seq,
+            time_ns: seq,
+            region: region.into(),
+            offset,
+            size: 4,
+            value: Some(value),
+            kind: kind.into(),
+            class: "ok".into(),
+        }
+    }
+
+    /// A log from (region, offset, value, kind), numbered in order.
+    fn log(entries: &[(&str, u64, u64, &str)]) -> Vec<Access> {
+        entries
+            .iter()
+            .enumerate()
+            .map(|(i, &(r, o, v, k))| access(i as u64 + 1, r, o, v, k))
+            .collect()
+    }
+
+    fn lines(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    const MAGIC: (&str, u64, u64, &str) = ("bar0", 0, 0x7072_6967, "read");
+
+    /// Two bindings, each unbound: the worker read MAGIC twice, then once;
+    /// remove() wrote RESET.
+    const REBIND: &[&str] = &[
+        "pci_rig 0000:01:00.0: event probe_begin",
+        "pci_rig 0000:01:00.0: # mmio r bar0 0x0 4 0x70726967",
+        "pci_rig 0000:01:00.0: # mmio w bar0 0x8 4 0x5",
+        "pci_rig 0000:01:00.0: event probe_done",
+        "pci_rig 0000:01:00.0: event remove_begin",
+        "pci_rig 0000:01:00.0: # mmio w bar0 0x50 4 0x1",
+        "pci_rig 0000:01:00.0: event remove_done",
+        "pci_rig 0000:01:00.0: event worker_stopped reason=Refused accesses=2",
+        "pci_rig 0000:01:00.0: event probe_begin",
+        "pci_rig 0000:01:00.0: # mmio r bar0 0x0 4 0x70726967",
+        "pci_rig 0000:01:00.0: event probe_done",
+        "pci_rig 0000:01:00.0: event remove_begin",
+        "pci_rig 0000:01:00.0: # mmio w bar0 0x50 4 0x1",
+        "pci_rig 0000:01:00.0: event remove_done",
+        "pci_rig 0000:01:00.0: event worker_stopped reason=Refused accesses=1",
+    ];
+
+    fn rebind_log() -> Vec<Access> {
+        log(&[
+            ("config", 4, 6, "write"),
+            MAGIC,
+            ("bar0", 8, 5, "write"),
+            MAGIC,
+            ("bar0", 0x50, 1, "write"),
+            MAGIC,
+            MAGIC,
+            MAGIC,
+            ("bar0", 0x50, 1, "write"),
+        ])
+    }
+
+    fn check(console: &[&str], log: &[Access]) -> Result<Accounted, String> {
+        account(&history(&lines(console))?, &[log])
+    }
+
+    #[test]
+    fn every_binding_is_accounted_for() {
+        let n = check(REBIND, &rebind_log()).unwrap();
+        assert_eq!(
+            n,
+            Accounted {
+                bindings: 2,
+                driver: 5,
+                user: 0,
+                worker: 3
+            }
+        );
+    }
+
+    #[test]
+    fn probe_accesses_must_match_one_to_one() {
+        // An extra access during probe (nobody reported it).
+        let mut l = rebind_log();
+        l.insert(2, access(99, "bar0", 0xc, 0, "read"));
+        let e = check(REBIND, &l).unwrap_err();
+        assert!(
+            e.contains("binding 1: the driver's probe (access 2) reported write bar0 0x8")
+                && e.contains("the device's next access was #99 read bar0 0xc"),
+            "{e}"
+        );
+        // A reported access the device never saw, or saw with another value.
+        let mut l = rebind_log();
+        l.remove(2);
+        assert!(check(REBIND, &l).unwrap_err().contains("access 2"));
+        let mut l = rebind_log();
+        l[2].value = Some(6);
+        assert!(check(REBIND, &l).unwrap_err().contains("value 0x6"));
+    }
+
+    #[test]
+    fn a_binding_with_no_claims_fails() {
+        let e = check(
+            &[
+                "pci_rig 0000:01:00.0: event probe_begin",
+                "pci_rig 0000:01:00.0: event probe_done",
+            ],
+            &[],
+        )
+        .unwrap_err();
+        assert!(e.contains("reported no MMIO access during probe"), "{e}");
+    }
+
+    #[test]
+    fn the_worker_reads_exactly_what_it_counted() {
+        // One more MAGIC read between the bindings: late, or not the worker's.
+        let mut l = rebind_log();
+        l.insert(5, access(99, "bar0", 0, 0x7072_6967, "read"));
+        let e = check(REBIND, &l).unwrap_err();
+        assert!(e.contains("binding 2"), "{e}");
+        // One fewer.
+        let mut l = rebind_log();
+        l.remove(5);
+        assert!(check(REBIND, &l).is_err());
+        // Anything else between the bindings.
+        let mut l = rebind_log();
+        l.insert(4, access(99, "bar0", 0x8, 0, "read"));
+        let e = check(REBIND, &l).unwrap_err();
+        assert!(
+            e.contains("binding 1: the device saw #99 read bar0 0x8"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_open_binding_may_read_magic_but_nothing_else() {
+        let console = &REBIND[..11];
+        let mut l = rebind_log();
+        l.pop();
+        l.extend(log(&[MAGIC, MAGIC]));
+        assert_eq!(check(console, &l).unwrap().worker, 5);
+        l.push(access(99, "bar2", 0, 0, "read"));
+        let e = check(console, &l).unwrap_err();
+        assert!(e.contains("binding 2: the device saw #99 read bar2"), "{e}");
+    }
+
+    #[test]
+    fn a_reported_access_the_device_never_saw_fails() {
+        // A fake claim after probe (e.g. written to /dev/kmsg by user space).
+        let mut console = REBIND.to_vec();
+        console.insert(4, "pci_rig 0000:01:00.0: # mmio w bar0 0x8 4 0xdead");
+        let e = check(&console, &rebind_log()).unwrap_err();
+        assert!(
+            e.contains("binding 1: the device saw #5 write bar0 0x50")
+                && e.contains("driver's next report (write bar0 0x8 size 4 value 0xdead)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_fake_report_during_an_open_binding_fails() {
+        // selftest-lie-mmio: user space writes a driver-format line to
+        // /dev/kmsg while the worker runs.
+        let mut console = REBIND[..11].to_vec();
+        console.push("pci_rig 0000:01:00.0: # mmio w bar0 0x8 4 0xdeadbeef");
+        let l = rebind_log()[..8].to_vec();
+        let e = check(&console, &l).unwrap_err();
+        assert!(
+            e.contains("binding 2: the driver reported write bar0 0x8 size 4 value 0xdeadbeef, which the device never saw"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn accesses_after_the_last_binding_ended_fail() {
+        let console = &REBIND[..8];
+        let l = &rebind_log()[..6];
+        assert!(check(console, l).is_ok());
+        // After the unbind, user space touched the BAR without saying so.
+        let mut late = l.to_vec();
+        late.push(access(7, "bar0", 0, 0x7072_6967, "read"));
+        let e = check(console, &late).unwrap_err();
+        assert!(
+            e.contains("the device saw 1 access nothing the guest reported accounts for"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn each_server_holds_its_own_bindings() {
+        // Hot-plug: the first binding on the first server, the second on a
+        // fresh one, open at poweroff.
+        let console = &REBIND[..11];
+        let first = rebind_log()[..6].to_vec();
+        let second = log(&[MAGIC, MAGIC, MAGIC]);
+        let n = account(&history(&lines(console)).unwrap(), &[&first, &second]).unwrap();
+        assert_eq!((n.bindings, n.worker), (2, 4));
+        // A late read on the first server is not the second binding's.
+        let mut late = first.clone();
+        late.push(access(99, "bar0", 0, 0x7072_6967, "read"));
+        let second = log(&[MAGIC, ("bar0", 4, 0x10000, "read"), MAGIC]);
+        let mut console = console.to_vec();
+        console.insert(10, "pci_rig 0000:01:00.0: # mmio r bar0 0x4 4 0x10000");
+        let h = history(&lines(&console)).unwrap();
+        assert!(account(&h, &[&first, &second]).is_ok());
+        let e = account(&h, &[&late, &second]).unwrap_err();
+        assert!(
+            e.contains("binding 2: the driver's probe (access 2)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn user_space_accesses_match_one_to_one() {
+        let console = [
+            "# mmio r bar0 0x0 4 0x70726967",
+            "# mmio w bar2 0x0 4 0x64636261",
+        ];
+        let l = log(&[MAGIC, ("bar2", 0, 0x6463_6261, "write")]);
+        assert_eq!(check(&console, &l).unwrap().user, 2);
+        // An access no line reports.
+        let mut extra = l.clone();
+        extra.insert(1, access(9, "bar0", 0xc, 0, "read"));
+        let e = check(&console, &extra).unwrap_err();
+        assert!(e.contains("user space (access 2)"), "{e}");
+        let mut tail = l.clone();
+        tail.push(access(9, "bar0", 0xc, 0, "read"));
+        assert!(check(&console, &tail)
+            .unwrap_err()
+            .contains("1 access nothing"));
+        // A reported access the device never saw.
+        assert!(check(&console, &l[..1])
+            .unwrap_err()
+            .contains("nothing more"));
+    }
+
+    #[test]
+    fn nothing_may_follow_a_binding_whose_worker_never_stopped() {
+        let mut console = REBIND[..4].to_vec();
+        console.push("# mmio r bar0 0x0 4 0x70726967");
+        let l = log(&[MAGIC, ("bar0", 8, 5, "write"), MAGIC, MAGIC]);
+        let e = check(&console, &l).unwrap_err();
+        assert!(
+            e.contains("binding 1's worker never reported stopping"),
+            "{e}"
+        );
+    }
+}
