@@ -582,9 +582,11 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
     } else {
         None
     };
+    // PCI_RIG_ORACLE=off boots without the plugin (to measure what it costs).
+    let oracle_off = std::env::var("PCI_RIG_ORACLE").is_ok_and(|v| v == "off");
     let oracle_so = match device_bin {
-        Some(_) => Some(crate::oracle::build_plugin(paths)?),
-        None => None,
+        Some(_) if !oracle_off => Some(crate::oracle::build_plugin(paths)?),
+        _ => None,
     };
     let with_driver = opts.scenarios.iter().any(|s| s.needs_driver());
     let prepared: Vec<OnceLock<Result<Prepared>>> =
