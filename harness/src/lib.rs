@@ -18,6 +18,7 @@ pub mod kernel;
 pub mod ktap;
 pub mod kunit;
 pub mod modcheck;
+pub mod oracle;
 pub mod process;
 pub mod provision;
 pub mod qemu;

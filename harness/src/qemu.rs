@@ -41,6 +41,9 @@ pub struct Console {
     /// What the host failed to do for the guest (a host action that failed, a device request
     /// the server refused), each with its reason; filled in by the caller of `Guest::run`.
     pub host_failures: Vec<String>,
+    /// The MMIO oracle's log (`oracle`), when the plugin watched this boot:
+    /// what it saw, or why it could not be read; filled in by the caller.
+    pub oracle: Option<Result<crate::oracle::Log, String>>,
 }
 
 /// Where a boot's sockets live: its own folder, unless that path is too long
@@ -192,6 +195,7 @@ impl Guest<'_> {
             elapsed: started.elapsed(),
             events: std::mem::take(&mut qmp.events),
             host_failures: Vec::new(),
+            oracle: None,
         })
     }
 }

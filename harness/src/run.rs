@@ -138,6 +138,7 @@ pub fn interactive(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<()> {
         tc: &tc,
         p: &p,
         device: None,
+        oracle: None,
     };
     let mut g = rig.guest(&Scenario::plain("shell", Duration::MAX), &dir);
     g.extra_args = vec!["-device".into(), server.qemu_device()];
@@ -160,6 +161,8 @@ struct Rig<'a> {
     p: &'a Prepared,
     /// The device server binary, when some scenario attaches it.
     device: Option<&'a Path>,
+    /// The MMIO oracle plugin (`oracle`), loaded with the device.
+    oracle: Option<&'a Path>,
 }
 
 impl Rig<'_> {
@@ -208,6 +211,18 @@ impl Rig<'_> {
         if let Some(server) = servers.first() {
             g.extra_args
                 .extend(["-device".into(), server.qemu_device()]);
+        }
+        // The oracle watches every boot with our device, except the
+        // benchmark's, whose figures are MMIO costs it would distort.
+        let oracle = self
+            .oracle
+            .filter(|_| s.device && s.kind != scenario::Kind::Bench);
+        let oracle_log = dir.join(crate::oracle::LOG);
+        if let Some(so) = oracle {
+            g.extra_args.extend([
+                "-plugin".into(),
+                crate::oracle::plugin_arg(so, g.arch, &oracle_log),
+            ]);
         }
         let mut actions = std::fs::File::create(dir.join("host-actions.log"))?;
         let mut failures = Vec::new();
@@ -270,8 +285,17 @@ impl Rig<'_> {
         if sockets != dir {
             let _ = std::fs::remove_dir_all(&sockets);
         }
-        let mut console = console?;
+        let mut console = console.map_err(|e| {
+            let stderr = std::fs::read_to_string(dir.join("qemu-stderr.log")).unwrap_or_default();
+            match (oracle, crate::oracle::refused(&stderr)) {
+                (Some(_), Some(why)) => anyhow::anyhow!("{why}"),
+                _ => e,
+            }
+        })?;
         console.host_failures = failures;
+        if oracle.is_some() {
+            console.oracle = Some(crate::oracle::Log::read(&oracle_log));
+        }
         Ok((console, stopped, timings))
     }
 
@@ -558,6 +582,12 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
     } else {
         None
     };
+    // PCI_RIG_ORACLE=off boots without the plugin (to measure what it costs).
+    let oracle_off = std::env::var("PCI_RIG_ORACLE").is_ok_and(|v| v == "off");
+    let oracle_so = match device_bin {
+        Some(_) if !oracle_off => Some(crate::oracle::build_plugin(paths)?),
+        _ => None,
+    };
     let with_driver = opts.scenarios.iter().any(|s| s.needs_driver());
     let prepared: Vec<OnceLock<Result<Prepared>>> =
         opts.arches.iter().map(|_| Default::default()).collect();
@@ -578,6 +608,7 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
         paths,
         tc: &tc,
         device: device_bin.as_deref(),
+        oracle: oracle_so.as_deref(),
         opts,
         dir,
     };
@@ -604,6 +635,7 @@ struct Runner<'a> {
     paths: &'a Paths,
     tc: &'a Toolchain,
     device: Option<&'a Path>,
+    oracle: Option<&'a Path>,
     opts: &'a TestOptions,
     dir: &'a Path,
 }
@@ -615,6 +647,7 @@ impl Runner<'_> {
             paths,
             tc,
             device,
+            oracle,
             opts,
             dir,
         } = *self;
@@ -630,6 +663,7 @@ impl Runner<'_> {
                 tc,
                 p,
                 device,
+                oracle,
             }
             .run_scenario(s, &log),
             Err(e) => (

@@ -10,6 +10,7 @@ use crate::driver;
 use crate::figures::GuestFigures;
 use crate::ktap::{self, Line};
 use crate::kunit;
+use crate::oracle;
 use crate::qemu::Console;
 use crate::report::{Timings, Verdict};
 use std::time::Duration;
@@ -396,6 +397,14 @@ pub const SELFTEST_CASES: &[SelfTestCase] = &[
     },
     SelfTestCase {
         scenario: Scenario {
+            name: "selftest-oracle-unplug",
+            ..HOTUNPLUG
+        },
+        cause: Cause::Device,
+        says: "MMIO oracle (inside QEMU): binding 2",
+    },
+    SelfTestCase {
+        scenario: Scenario {
             name: "selftest-lie-kunit",
             ..KUNIT
         },
@@ -670,6 +679,7 @@ fn logs(device: &[Stopped]) -> Vec<&[Access]> {
 fn account_user_space(c: &Console, device: &[Stopped]) -> Result<String, String> {
     let history = driver::history(&c.lines)?;
     let n = accounting::account(&history, &logs(device))?;
+    let seen = oracle_check(c, &history, device)?;
     if n.user == 0 || n.bindings > 0 {
         return Err(format!(
             "expected MMIO reports from user space only, got {} from user space and {} driver bindings",
@@ -677,9 +687,22 @@ fn account_user_space(c: &Console, device: &[Stopped]) -> Result<String, String>
         ));
     }
     Ok(format!(
-        ", the device log holds exactly the {} reported MMIO accesses, in order",
+        ", the device log holds exactly the {} reported MMIO accesses, in order{seen}",
         n.user
     ))
+}
+
+/// The MMIO oracle's side (`oracle::judge`), when it watched the boot.
+fn oracle_check(
+    c: &Console,
+    history: &[driver::Actor],
+    device: &[Stopped],
+) -> Result<String, String> {
+    match &c.oracle {
+        None => Ok(String::new()),
+        Some(Err(e)) => Err(format!("MMIO oracle: {e}")),
+        Some(Ok(log)) => oracle::judge(log, &c.lines, history, &logs(device)),
+    }
 }
 
 /// How long the guest must stay up after the first binding ended, watching
@@ -763,6 +786,7 @@ fn judge_driver(want: &DriverExpect, c: &Console, device: &[Stopped]) -> Result<
         ));
     }
     let n = accounting::account(&history, &logs(device))?;
+    let seen = oracle_check(c, &history, device)?;
     let refusals = if refused.is_empty() {
         String::new()
     } else {
@@ -781,6 +805,7 @@ fn judge_driver(want: &DriverExpect, c: &Console, device: &[Stopped]) -> Result<
         n.bindings,
         n.worker
     );
+    summary.push_str(&seen);
     let deleted = c.events.iter().filter(|e| device::deleted(e)).count();
     if deleted != want.unplugs {
         return Err(format!(
@@ -848,6 +873,7 @@ mod tests {
             timed_out,
             exit: Some(ExitStatusExt::from_raw(0)),
             host_failures: vec![],
+            oracle: None,
             elapsed: Duration::from_millis(1500),
             events: vec![],
         }
@@ -1371,6 +1397,7 @@ mod tests {
             timed_out: false,
             exit: Some(ExitStatusExt::from_raw(0)),
             host_failures: vec![],
+            oracle: None,
             elapsed: Duration::ZERO,
             events,
         }

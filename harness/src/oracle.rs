@@ -1,0 +1,273 @@
+//! The MMIO oracle: `qemu-plugin/` (`mmio-oracle`), a TCG plugin loaded into
+//! every boot with our device, writes down every guest access to the
+//! machine's PCI memory windows from inside QEMU (`oracle.jsonl` in the
+//! boot's folder). The guest assigns the BARs while it runs, after the
+//! plugin started, so the plugin watches the whole windows and the judge
+//! keeps the accesses to our device's BARs, learned from the kernel's own
+//! resource lines (every assignment, so an old BAR stays watched after an
+//! unplug). Unlike the device's log it still sees an access once the device
+//! is gone.
+
+use crate::accounting::{self, Accounted};
+use crate::arch::Arch;
+use crate::console;
+use crate::device::Access;
+use crate::driver::Actor;
+use crate::process::run_logged;
+use crate::Paths;
+use anyhow::{Context, Result};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The log's name in a boot's folder.
+pub const LOG: &str = "oracle.jsonl";
+
+/// Where our device sits on every machine (behind root port `rp0`).
+const DEVICE: &str = "pci 0000:01:00.0: BAR ";
+
+/// The PCI memory windows of each machine profile (`arch::machine_args`),
+/// as the guest kernel reports its root bus resources: every BAR lands in
+/// one of them.
+pub fn windows(arch: Arch) -> &'static [(u64, u64)] {
+    match arch {
+        // q35 with 512 MiB: below the ECAM, from the ECAM's end to the
+        // IOAPIC, and the 64-bit window.
+        Arch::X86_64 => &[
+            (0x2000_0000, 0x9000_0000),
+            (0xc000_0000, 0x3ec0_0000),
+            (0x1_0000_0000, 0x8_0000_0000),
+        ],
+        Arch::Arm64 => &[(0x1000_0000, 0x2eff_0000), (0x80_0000_0000, 0x80_0000_0000)],
+        Arch::Riscv64 => &[(0x4000_0000, 0x4000_0000), (0x4_0000_0000, 0x4_0000_0000)],
+    }
+}
+
+/// Builds the plugin (release: it runs on every guest load and store).
+pub fn build_plugin(paths: &Paths) -> Result<PathBuf> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    std::fs::create_dir_all(paths.results())?;
+    run_logged(
+        Command::new(cargo)
+            .args(["build", "--release", "--quiet", "-p", "mmio-oracle"])
+            .current_dir(&paths.root),
+        &paths.results().join("oracle-build.log"),
+    )
+    .context("building the mmio-oracle QEMU plugin")?;
+    Ok(paths.root.join("target/release/libmmio_oracle.so"))
+}
+
+/// QEMU's `-plugin` argument: watch `arch`'s windows, log to `out`.
+pub fn plugin_arg(so: &Path, arch: Arch, out: &Path) -> String {
+    let mut a = so.display().to_string();
+    for (start, len) in windows(arch) {
+        a.push_str(&format!(",watch={start:#x}+{len:#x}"));
+    }
+    a.push_str(&format!(",out={}", out.display()));
+    a
+}
+
+/// What QEMU says when it does not take the plugin (its `Could not load
+/// plugin` line and ours), as our error; `None` when it said neither.
+pub fn refused(qemu_stderr: &str) -> Option<String> {
+    let why: Vec<&str> = qemu_stderr
+        .lines()
+        .filter(|l| l.contains("Could not load plugin") || l.contains("mmio-oracle:"))
+        .collect();
+    (!why.is_empty()).then(|| format!("QEMU refused the MMIO oracle plugin: {}", why.join("; ")))
+}
+
+/// One access the plugin saw.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+pub struct Seen {
+    pub seq: u64,
+    pub vcpu: u32,
+    pub pc: u64,
+    pub vaddr: u64,
+    pub addr: u64,
+    pub size: u32,
+    pub kind: String,
+    pub value: u64,
+    pub io: bool,
+}
+
+/// The plugin's log of one boot.
+#[derive(Debug, Default)]
+pub struct Log {
+    pub seen: Vec<Seen>,
+    /// The plugin wrote its header (it was loaded and watching).
+    pub started: bool,
+    /// It wrote its last line (QEMU exited normally, nothing cut).
+    pub complete: bool,
+}
+
+impl Log {
+    pub fn parse(text: &str) -> Result<Log, String> {
+        let mut log = Log::default();
+        for (i, line) in text.lines().enumerate() {
+            let v: serde_json::Value =
+                serde_json::from_str(line).map_err(|e| format!("{LOG} line {}: {e}", i + 1))?;
+            if v.get("plugin").is_some() {
+                log.started = true;
+            } else if let Some(end) = v.get("end") {
+                let n = end["records"].as_u64().unwrap_or(u64::MAX);
+                if n != log.seen.len() as u64 {
+                    return Err(format!(
+                        "{LOG} says it wrote {n} records, it holds {}",
+                        log.seen.len()
+                    ));
+                }
+                log.complete = true;
+            } else {
+                let s: Seen =
+                    serde_json::from_value(v).map_err(|e| format!("{LOG} line {}: {e}", i + 1))?;
+                if s.seq != log.seen.len() as u64 + 1 {
+                    return Err(format!("{LOG} line {}: seq {} out of order", i + 1, s.seq));
+                }
+                log.seen.push(s);
+            }
+        }
+        Ok(log)
+    }
+
+    pub fn read(path: &Path) -> Result<Log, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("no oracle log {}: {e}", path.display()))?;
+        Log::parse(&text)
+    }
+}
+
+/// One of our device's BARs as the kernel placed it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bar {
+    pub region: String,
+    pub start: u64,
+    pub end: u64,
+}
+
+/// Every place the kernel put our device's memory BARs during the boot
+/// (`pci 0000:01:00.0: BAR 0 [mem 0xfe610000-0xfe610fff]`, `…: assigned`),
+/// each once; unassigned ones (at 0) left out.
+pub fn bars(lines: &[String]) -> Vec<Bar> {
+    let mut out: Vec<Bar> = Vec::new();
+    for l in lines {
+        let text = console::strip_timestamp(l);
+        let Some(rest) = text.strip_prefix(DEVICE) else {
+            continue;
+        };
+        let Some((n, rest)) = rest.split_once(" [mem ") else {
+            continue;
+        };
+        let Some(range) = rest.split(&[']', ' '][..]).next() else {
+            continue;
+        };
+        let Some((a, b)) = range.split_once('-') else {
+            continue;
+        };
+        let num = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
+        let (Some(start), Some(last)) = (num(a), num(b)) else {
+            continue;
+        };
+        let bar = Bar {
+            region: format!("bar{n}"),
+            start,
+            end: last + 1,
+        };
+        if start != 0 && !out.contains(&bar) {
+            out.push(bar);
+        }
+    }
+    out
+}
+
+/// The plugin's accesses to our BARs, as the device would log them (region
+/// and offset), in the plugin's order.
+pub fn to_device(seen: &[Seen], bars: &[Bar]) -> Vec<Access> {
+    seen.iter()
+        .filter_map(|s| {
+            let b = bars.iter().find(|b| (b.start..b.end).contains(&s.addr))?;
+            Some(Access {
+                seq: s.seq,
+                time_ns: 0,
+                region: b.region.clone(),
+                offset: s.addr - b.start,
+                size: s.size,
+                value: Some(s.value),
+                kind: s.kind.clone(),
+                class: "oracle".into(),
+            })
+        })
+        .collect()
+}
+
+/// The same access, seen by the device and by the plugin.
+fn same(d: &Access, o: &Access) -> bool {
+    d.kind == o.kind
+        && d.region == o.region
+        && d.offset == o.offset
+        && d.size == o.size
+        && d.value == o.value
+}
+
+/// Judges a boot from the plugin's side: it watched the whole boot; every
+/// access it saw to our BARs is one the guest accounts for (`accounting`,
+/// the same rules as the device's log; so none after a binding ended); and
+/// every BAR access in the device logs is one it saw.
+pub fn judge(
+    log: &Log,
+    lines: &[String],
+    history: &[Actor],
+    devices: &[&[Access]],
+) -> Result<String, String> {
+    if !log.started {
+        return Err("the MMIO oracle never started (no header in its log)".into());
+    }
+    if !log.complete {
+        return Err("the MMIO oracle's log was cut short (QEMU did not exit normally)".into());
+    }
+    let bars = bars(lines);
+    if bars.is_empty() {
+        return Err("the kernel never printed where it put our device's BARs".into());
+    }
+    let seen = to_device(&log.seen, &bars);
+    let n: Accounted = accounting::account(history, &[&seen[..]])
+        .map_err(|e| format!("MMIO oracle (inside QEMU): {e}"))?;
+    // Every device-log entry has its plugin entry. With two vCPUs the two
+    // logs may order concurrent accesses differently: matched as a multiset.
+    let mut left: Vec<&Access> = seen.iter().collect();
+    let mut matched = 0;
+    for d in devices
+        .iter()
+        .flat_map(|l| l.iter())
+        .filter(|a| a.region != "config")
+    {
+        match left.iter().position(|o| same(d, o)) {
+            Some(i) => {
+                left.swap_remove(i);
+                matched += 1;
+            }
+            None => {
+                return Err(format!(
+                    "MMIO oracle: the device logged #{} {} {} 0x{:x} size {} value {:?}, which no vCPU made",
+                    d.seq, d.kind, d.region, d.offset, d.size, d.value
+                ))
+            }
+        }
+    }
+    let places: Vec<String> = bars
+        .iter()
+        .map(|b| format!("{} {:#x}", b.region, b.start))
+        .collect();
+    Ok(format!(
+        "; the MMIO oracle saw {} accesses to our BARs ({}) in {} bindings, {} driver, {} user space, {} worker reads, all accounted for, and each of the device's {matched} BAR accesses",
+        seen.len(),
+        places.join(", "),
+        n.bindings,
+        n.driver,
+        n.user,
+        n.worker
+    ))
+}
+
+#[cfg(test)]
+mod tests;

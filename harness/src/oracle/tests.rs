@@ -1,0 +1,226 @@
+use super::*;
+use crate::driver;
+
+const BAR0: u64 = 0xfe61_0000;
+const BAR2: u64 = 0xfe60_0000;
+const MAGIC: u64 = 0x7072_6967;
+
+fn at(secs: f64, text: &str) -> String {
+    format!("[{secs:12.6}] pci_rig 0000:01:00.0: {text}")
+}
+
+/// An unbind with the worker busy (two MAGIC reads, remove() writes RESET),
+/// the kernel's BAR lines first.
+fn unbind_console() -> Vec<String> {
+    let mut lines = vec![
+        format!(
+            "[    0.500000] pci 0000:01:00.0: BAR 0 [mem {BAR0:#010x}-{:#010x}]",
+            BAR0 + 0xfff
+        ),
+        format!(
+            "[    0.500000] pci 0000:01:00.0: BAR 2 [mem {BAR2:#010x}-{:#010x}]",
+            BAR2 + 0xffff
+        ),
+        at(1.0, "event probe_begin"),
+        at(1.0, "# mmio r bar0 0x0 4 0x70726967"),
+    ];
+    lines.extend(
+        driver::STEPS
+            .iter()
+            .map(|s| at(1.0, &format!("step {s} ok x=1"))),
+    );
+    lines.extend([
+        at(1.0, "event probe_done"),
+        at(2.0, "event remove_begin"),
+        at(2.0, "# mmio w bar0 0x50 4 0x1"),
+        at(2.001, "event remove_done"),
+        at(2.002, "event worker_gave_up reason=Refused accesses=2"),
+        at(2.003, "event worker_stopped reason=Refused accesses=2"),
+        at(2.003, "event kept_handle refused"),
+    ]);
+    lines
+}
+
+fn seen(seq: u64, addr: u64, value: u64, kind: &str) -> Seen {
+    Seen {
+        seq,
+        vcpu: 0,
+        pc: 0xffff_ffff_8100_0000,
+        vaddr: 0xffff_c900_0000_0000 + (addr & 0xfff),
+        addr,
+        size: 4,
+        kind: kind.into(),
+        value,
+        io: true,
+    }
+}
+
+/// What the plugin saw: the probe's MAGIC read, a worker read, the RESET
+/// write, another worker read; and an access to another device's BAR.
+fn oracle_log() -> Log {
+    Log {
+        seen: vec![
+            seen(1, BAR0, MAGIC, "read"),
+            seen(2, 0xfe80_0000, 7, "read"),
+            seen(3, BAR0, MAGIC, "read"),
+            seen(4, BAR0 + 0x50, 1, "write"),
+            seen(5, BAR0, MAGIC, "read"),
+        ],
+        started: true,
+        complete: true,
+    }
+}
+
+fn device_log() -> Vec<Access> {
+    to_device(&oracle_log().seen, &bars(&unbind_console()))
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut a)| {
+            a.seq = i as u64 + 1;
+            a.class = "ok".into();
+            a
+        })
+        .collect()
+}
+
+fn judged(log: &Log, lines: &[String], device: &[Access]) -> Result<String, String> {
+    let history = driver::history(lines)?;
+    judge(log, lines, &history, &[device])
+}
+
+#[test]
+fn learns_every_place_the_kernel_put_our_bars() {
+    let lines: Vec<String> = [
+        "[    0.597030] pci 0000:01:00.0: BAR 0 [mem 0x00000000-0x00000fff]",
+        "[    0.615167] pci 0000:00:01.0: BAR 0 [mem 0x10200000-0x10200fff]: assigned",
+        "[    0.615903] pci 0000:01:00.0: BAR 2 [mem 0x10000000-0x1000ffff]: assigned",
+        "[    0.616107] pci 0000:01:00.0: BAR 0 [mem 0x10010000-0x10010fff]: assigned",
+        "[    9.616107] pci 0000:01:00.0: BAR 0 [mem 0x10010000-0x10010fff]: assigned",
+        "[    9.700000] pci 0000:01:00.0: BAR 0 [mem 0x10020000-0x10020fff]: assigned",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let b = bars(&lines);
+    let show: Vec<(&str, u64, u64)> = b.iter().map(|b| (&b.region[..], b.start, b.end)).collect();
+    assert_eq!(
+        show,
+        [
+            ("bar2", 0x1000_0000, 0x1001_0000),
+            ("bar0", 0x1001_0000, 0x1001_1000),
+            ("bar0", 0x1002_0000, 0x1002_1000),
+        ]
+    );
+}
+
+#[test]
+fn passes_when_the_plugin_and_the_device_agree_with_the_driver() {
+    let ok = judged(&oracle_log(), &unbind_console(), &device_log()).unwrap();
+    assert!(
+        ok.contains("the MMIO oracle saw 4 accesses to our BARs"),
+        "{ok}"
+    );
+    assert!(ok.contains("each of the device's 4 BAR accesses"), "{ok}");
+}
+
+#[test]
+fn fails_on_an_access_after_the_binding_ended_that_only_the_plugin_saw() {
+    // The device was gone: its log stops, the plugin's does not.
+    let mut log = oracle_log();
+    log.seen.push(seen(6, BAR0, 0xffff_ffff, "read"));
+    log.seen.push(seen(7, 0xfe80_0000, 0, "read"));
+    let e = judged(&log, &unbind_console(), &device_log()).unwrap_err();
+    assert!(e.starts_with("MMIO oracle (inside QEMU):"), "{e}");
+    assert!(
+        e.contains("1 access nothing the guest reported accounts for"),
+        "{e}"
+    );
+}
+
+#[test]
+fn fails_on_a_device_access_no_vcpu_made() {
+    let mut device = device_log();
+    let mut extra = device[0].clone();
+    extra.seq = 9;
+    extra.offset = 0x8;
+    device.push(extra);
+    let e = judged(&oracle_log(), &unbind_console(), &device).unwrap_err();
+    assert!(e.contains("the device logged #9 read bar0 0x8"), "{e}");
+    assert!(e.contains("which no vCPU made"), "{e}");
+}
+
+#[test]
+fn fails_on_a_value_the_plugin_saw_differently() {
+    let mut log = oracle_log();
+    log.seen[3].value = 2;
+    let e = judged(&log, &unbind_console(), &device_log()).unwrap_err();
+    assert!(e.contains("MMIO oracle (inside QEMU)"), "{e}");
+}
+
+#[test]
+fn fails_on_a_log_cut_short_or_never_started_or_no_bars() {
+    let mut log = oracle_log();
+    log.complete = false;
+    let e = judged(&log, &unbind_console(), &device_log()).unwrap_err();
+    assert!(e.contains("cut short"), "{e}");
+    log.started = false;
+    let e = judged(&log, &unbind_console(), &device_log()).unwrap_err();
+    assert!(e.contains("never started"), "{e}");
+    let lines = unbind_console()[2..].to_vec();
+    let e = judged(&oracle_log(), &lines, &device_log()).unwrap_err();
+    assert!(
+        e.contains("never printed where it put our device's BARs"),
+        "{e}"
+    );
+}
+
+#[test]
+fn parses_the_plugins_log_and_refuses_a_broken_one() {
+    let text = concat!(
+        r#"{"plugin":"mmio-oracle","api":7,"target":"x86_64","qemu_api":[7,7],"watch":[[4096,16]]}"#,
+        "\n",
+        r#"{"seq":1,"vcpu":1,"pc":10,"vaddr":20,"addr":4100,"size":4,"kind":"write","value":5,"io":true}"#,
+        "\n",
+        r#"{"end":{"records":1}}"#,
+        "\n"
+    );
+    let log = Log::parse(text).unwrap();
+    assert!(log.started && log.complete);
+    assert_eq!(log.seen.len(), 1);
+    assert_eq!((log.seen[0].addr, log.seen[0].vcpu), (4100, 1));
+    let e = Log::parse(&text.replace(r#""records":1"#, r#""records":2"#)).unwrap_err();
+    assert!(e.contains("says it wrote 2 records, it holds 1"), "{e}");
+    let e = Log::parse(&text.replace(r#""seq":1"#, r#""seq":2"#)).unwrap_err();
+    assert!(e.contains("seq 2 out of order"), "{e}");
+    let cut = text.lines().take(2).collect::<Vec<_>>().join("\n");
+    assert!(!Log::parse(&cut).unwrap().complete);
+}
+
+#[test]
+fn qemus_refusal_becomes_our_error() {
+    let e = refused(
+        "mmio-oracle: no out=PATH given\nqemu-system-x86_64: Could not load plugin /x.so: qemu_plugin_install returned error code 1\n",
+    )
+    .unwrap();
+    assert!(
+        e.starts_with("QEMU refused the MMIO oracle plugin: mmio-oracle: no out=PATH given; "),
+        "{e}"
+    );
+    assert!(refused("qemu-system-x86_64: terminating on signal 15\n").is_none());
+}
+
+#[test]
+fn watches_each_machines_pci_windows() {
+    let a = plugin_arg(
+        Path::new("/p/lib.so"),
+        Arch::Riscv64,
+        Path::new("/b/oracle.jsonl"),
+    );
+    assert_eq!(
+        a,
+        "/p/lib.so,watch=0x40000000+0x40000000,watch=0x400000000+0x400000000,out=/b/oracle.jsonl"
+    );
+    for arch in Arch::ALL {
+        assert!(!windows(arch).is_empty());
+    }
+}

@@ -1,0 +1,154 @@
+//! Our own bindings to the few functions and types of QEMU's TCG plugin API,
+//! version 7, that the oracle uses. Facts from QEMU's
+//! `include/plugins/qemu-plugin.h` and checked against the bundled
+//! qemu-system-x86_64 11.1.3 (its exported `qemu_plugin_*` functions and how
+//! it calls a plugin's callbacks): version 7 gives every registration a
+//! `userdata` pointer that comes back as the callback's last argument; the
+//! translation callback gets `(tb, userdata)`, no plugin id.
+//!
+//! The functions are not linked: QEMU exports them and they resolve when QEMU
+//! loads the plugin.
+
+use std::ffi::{c_char, c_int, c_uint, c_void};
+
+/// The API version this plugin is built against (`QEMU_PLUGIN_VERSION`).
+pub const VERSION: c_int = 7;
+
+/// `qemu_plugin_id_t`.
+pub type PluginId = u64;
+
+/// `qemu_plugin_meminfo_t`: an opaque handle describing one memory access.
+pub type MemInfo = u32;
+
+/// `struct qemu_plugin_tb`, opaque.
+#[repr(C)]
+pub struct Tb {
+    _opaque: [u8; 0],
+}
+
+/// `struct qemu_plugin_insn`, opaque.
+#[repr(C)]
+pub struct Insn {
+    _opaque: [u8; 0],
+}
+
+/// `struct qemu_plugin_hwaddr`, opaque.
+#[repr(C)]
+pub struct HwAddr {
+    _opaque: [u8; 0],
+}
+
+/// `qemu_info_t.version`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct InfoVersion {
+    pub min: c_int,
+    pub cur: c_int,
+}
+
+/// `qemu_info_t.system`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct InfoSystem {
+    pub smp_vcpus: c_int,
+    pub max_vcpus: c_int,
+}
+
+/// `qemu_info_t`: what QEMU tells a plugin at install (valid only during
+/// `qemu_plugin_install`). The header's anonymous union has one member,
+/// `system`, so it is that member here.
+#[repr(C)]
+pub struct Info {
+    pub target_name: *const c_char,
+    pub version: InfoVersion,
+    pub system_emulation: bool,
+    pub system: InfoSystem,
+}
+
+/// `enum qemu_plugin_cb_flags`: the callback does not touch CPU registers.
+pub const CB_NO_REGS: c_uint = 0;
+/// `enum qemu_plugin_mem_rw`: reads and writes.
+pub const MEM_RW: c_uint = 3;
+
+/// `enum qemu_plugin_mem_value_type`.
+pub const MEM_VALUE_U8: c_uint = 0;
+pub const MEM_VALUE_U16: c_uint = 1;
+pub const MEM_VALUE_U32: c_uint = 2;
+pub const MEM_VALUE_U64: c_uint = 3;
+pub const MEM_VALUE_U128: c_uint = 4;
+
+/// The `u128` member of `qemu_plugin_mem_value.data`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct U128 {
+    pub low: u64,
+    pub high: u64,
+}
+
+/// `qemu_plugin_mem_value.data`, in host byte order.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union MemValueData {
+    pub u8: u8,
+    pub u16: u16,
+    pub u32: u32,
+    pub u64: u64,
+    pub u128: U128,
+}
+
+/// `qemu_plugin_mem_value`: the value a load read or a store wrote.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct MemValue {
+    pub kind: c_uint,
+    pub data: MemValueData,
+}
+
+/// `qemu_plugin_vcpu_tb_trans_cb_t` (v7).
+pub type TbTransCb = unsafe extern "C" fn(tb: *mut Tb, userdata: *mut c_void);
+/// `qemu_plugin_vcpu_mem_cb_t`.
+pub type MemCb =
+    unsafe extern "C" fn(vcpu_index: c_uint, info: MemInfo, vaddr: u64, userdata: *mut c_void);
+/// `qemu_plugin_udata_cb_t`.
+pub type UdataCb = unsafe extern "C" fn(userdata: *mut c_void);
+
+extern "C" {
+    pub fn qemu_plugin_register_vcpu_tb_trans_cb(
+        id: PluginId,
+        cb: TbTransCb,
+        userdata: *mut c_void,
+    );
+    pub fn qemu_plugin_register_atexit_cb(id: PluginId, cb: UdataCb, userdata: *mut c_void);
+    pub fn qemu_plugin_tb_n_insns(tb: *const Tb) -> usize;
+    pub fn qemu_plugin_tb_get_insn(tb: *const Tb, idx: usize) -> *mut Insn;
+    pub fn qemu_plugin_insn_vaddr(insn: *const Insn) -> u64;
+    pub fn qemu_plugin_register_vcpu_mem_cb(
+        insn: *mut Insn,
+        cb: MemCb,
+        flags: c_uint,
+        rw: c_uint,
+        userdata: *mut c_void,
+    );
+    pub fn qemu_plugin_mem_size_shift(info: MemInfo) -> c_uint;
+    pub fn qemu_plugin_mem_is_store(info: MemInfo) -> bool;
+    pub fn qemu_plugin_mem_get_value(info: MemInfo) -> MemValue;
+    pub fn qemu_plugin_get_hwaddr(info: MemInfo, vaddr: u64) -> *mut HwAddr;
+    pub fn qemu_plugin_hwaddr_is_io(haddr: *const HwAddr) -> bool;
+    pub fn qemu_plugin_hwaddr_phys_addr(haddr: *const HwAddr) -> u64;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    #[test]
+    fn layouts_match_the_c_header_on_lp64() {
+        assert_eq!(offset_of!(Info, version), 8);
+        assert_eq!(offset_of!(Info, system_emulation), 16);
+        assert_eq!(offset_of!(Info, system), 20);
+        assert_eq!(size_of::<Info>(), 32);
+        assert_eq!(offset_of!(MemValue, data), 8);
+        assert_eq!(size_of::<MemValue>(), 24);
+    }
+}
