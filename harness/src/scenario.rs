@@ -61,7 +61,17 @@ pub struct DriverExpect {
     pub stop: WorkerStop,
     /// How every probe that bound said it takes interrupts (`event irq_mode msi|intx`).
     pub irq_mode: &'static str,
+    /// The device raised software interrupts by itself while bound (`irq_every_us`): each
+    /// binding handled at least `STORM_IRQS` beyond its self-test's.
+    pub storm: bool,
 }
+
+/// Software interrupts a binding must have handled, beyond its self-test's, when the device
+/// raised them by itself.
+pub const STORM_IRQS: usize = 50;
+
+/// Software interrupts each probe's self-test raises (`step irq`).
+const SELFTEST_SOFT_IRQS: usize = 10;
 
 /// Why the driver's worker stops, as it prints it (`reason=…`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,6 +94,7 @@ const fn driver(probes: usize, removes: usize, unbind: bool) -> Option<DriverExp
         unplugs: 0,
         stop: WorkerStop::Refused,
         irq_mode: "msi",
+        storm: false,
     })
 }
 
@@ -288,6 +299,23 @@ pub const PROBE_ERROR: Scenario = driver_scenario(
     }),
 );
 
+/// Bindings that end (sysfs unbind, then pciehp hot-unplug) while the device
+/// raises interrupts by itself.
+pub const IRQ_UNBIND: Scenario = Scenario {
+    x86_qemu_args: HOTUNPLUG.x86_qemu_args,
+    ..driver_scenario(
+        "irq-unbind",
+        "unbind, then bind and hot-unplug, while the device raises an interrupt every 2 ms: no handler runs after its binding ended, no device access after it, no splat",
+        180,
+        Some(DriverExpect {
+            unplugs: 1,
+            settle: true,
+            storm: true,
+            ..driver(2, 2, true).unwrap()
+        }),
+    )
+};
+
 /// `unbind`'s steps with MSI switched off on the kernel command line: the
 /// driver falls back to its INTx pin, shared, masked by the hard half.
 pub const IRQ_INTX: Scenario = Scenario {
@@ -427,6 +455,7 @@ pub const ALL: &[&Scenario] = &[
     &MODULES,
     &PROBE_ERROR,
     &IRQ_INTX,
+    &IRQ_UNBIND,
     &HOTUNPLUG,
     &HOTUNPLUG_ACPI,
     &SURPRISE,
@@ -761,6 +790,19 @@ fn judge_driver(want: &DriverExpect, c: &Console, device: &[Stopped]) -> Result<
             "the driver refused the device for {refused:?}, expected {:?}",
             want.refused
         ));
+    }
+    if want.storm {
+        let soft = r
+            .all("irq")
+            .iter()
+            .filter(|rest| rest.starts_with("status=0x4 "))
+            .count();
+        let least = probes * (SELFTEST_SOFT_IRQS + STORM_IRQS);
+        if soft < least {
+            return Err(format!(
+                "the driver handled {soft} software interrupts in {probes} bindings, expected at least {least}: the device's own interrupts did not come"
+            ));
+        }
     }
     let modes = r.all("irq_mode");
     if modes.len() < probes || modes.iter().any(|m| *m != want.irq_mode) {

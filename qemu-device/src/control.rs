@@ -22,6 +22,7 @@ pub struct KnobUpdate {
     drop_irqs: Option<bool>,
     wrong_id: Option<bool>,
     wrong_version: Option<bool>,
+    irq_every_us: Option<u64>,
 }
 
 // Unit-like variants are written `{}` so that deny_unknown_fields covers them too.
@@ -65,6 +66,7 @@ pub fn handle(model: &mut Model, req: Request) -> Value {
                 drop_irqs: u.drop_irqs.unwrap_or(old.drop_irqs),
                 wrong_id: u.wrong_id.unwrap_or(old.wrong_id),
                 wrong_version: u.wrong_version.unwrap_or(old.wrong_version),
+                irq_every_us: u.irq_every_us.unwrap_or(old.irq_every_us),
             };
             match model.set_knobs(new) {
                 Ok(()) => json!({ "ok": true, "knobs": model.knobs() }),

@@ -109,6 +109,10 @@ fn serve(args: &Args) -> Result<(), String> {
         });
     }
     {
+        let device = device.clone();
+        std::thread::spawn(move || transport::tick_soft_irqs(&device));
+    }
+    {
         let (device, paths) = (device.clone(), PathsToClean::from(args));
         std::thread::spawn(move || {
             let sig = wait_signal(&signals);

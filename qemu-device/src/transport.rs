@@ -119,6 +119,20 @@ impl Target for Device {
     }
 }
 
+/// Runs the `irq_every_us` knob: while it is on, the device raises SOFT by itself once per
+/// period (and signals QEMU as after any change); while it is off, it looks again every 10 ms.
+pub fn tick_soft_irqs(device: &Mutex<Device>) {
+    loop {
+        let every = lock(device).model.knobs().irq_every_us;
+        std::thread::sleep(Duration::from_micros(if every == 0 { 10_000 } else { every }));
+        let mut d = lock(device);
+        if d.model.knobs().irq_every_us != 0 {
+            d.model.raise_soft();
+            d.sync_irqs();
+        }
+    }
+}
+
 fn signal(fd: &File) {
     // An eventfd takes an 8-byte count. It can only fail if the counter would overflow,
     // and then QEMU has a signal pending anyway.

@@ -37,15 +37,27 @@ pub struct Knobs {
     /// MAGIC reads right, VERSION a major this register map is not (2): only a driver that
     /// checks the version refuses the device.
     pub wrong_version: bool,
+    /// Every this many microseconds the device sets INT_STATUS's SOFT bit by itself, as a
+    /// write of SOFT to INT_RAISE would (not an access: not logged); 0: never.
+    pub irq_every_us: u64,
 }
 
 /// The largest `latency_ns` the device accepts: 100 ms per access. Larger values are refused,
 /// so that a typo cannot stall every guest access for hours.
 pub const MAX_LATENCY_NS: u64 = 100_000_000;
 
+/// The shortest `irq_every_us` the device accepts: a software interrupt every 100 µs.
+pub const MIN_IRQ_EVERY_US: u64 = 100;
+
 impl Knobs {
     /// Whether the device can take these knobs; the reason when not.
     pub fn check(&self) -> Result<(), String> {
+        if self.irq_every_us != 0 && self.irq_every_us < MIN_IRQ_EVERY_US {
+            return Err(format!(
+                "irq_every_us {} is below the limit of {MIN_IRQ_EVERY_US} (0 turns it off)",
+                self.irq_every_us
+            ));
+        }
         if self.latency_ns > MAX_LATENCY_NS {
             return Err(format!(
                 "latency_ns {} is above the limit of {MAX_LATENCY_NS} (100 ms per access)",
@@ -260,6 +272,13 @@ impl Model {
             Class::OutOfRange => Err(AccessError::OutOfRange),
             _ => Ok(()),
         }
+    }
+
+    /// The device raises SOFT by itself (the `irq_every_us` knob's tick): INT_STATUS latches
+    /// it and, if enabled, a rising edge interrupts, exactly as after a write to INT_RAISE.
+    pub fn raise_soft(&mut self) {
+        self.regs.int_status |= bar0::INT_SOFT;
+        self.update_irq();
     }
 
     /// Recomputes the interrupt line after any state change.

@@ -528,3 +528,41 @@ fn access_serializes_as_documented() {
         r#"{"seq":1,"time_ns":0,"region":"bar0","offset":8,"size":4,"value":16,"kind":"write","class":"ok"}"#
     );
 }
+
+#[test]
+fn the_device_raises_soft_by_itself_like_int_raise_and_logs_no_access() {
+    let mut m = Model::new();
+    w32(&mut m, INT_ENABLE, INT_SOFT);
+    let logged = m.log().len();
+    m.raise_soft();
+    assert!(m.intx_asserted());
+    assert_eq!(r32(&mut m, INT_STATUS), INT_SOFT);
+    assert_eq!(r32(&mut m, IRQ_COUNT), 1);
+    // Latched: another tick before the ack is no new edge.
+    m.raise_soft();
+    assert_eq!(r32(&mut m, IRQ_COUNT), 1);
+    w32(&mut m, INT_ACK, INT_SOFT);
+    assert!(!m.intx_asserted());
+    m.raise_soft();
+    assert_eq!(r32(&mut m, IRQ_COUNT), 2);
+    // The ticks themselves are not accesses: only the reads and writes above are logged.
+    assert_eq!(m.log().len(), logged + 5);
+    // Disabled: latched, no interrupt.
+    w32(&mut m, INT_ENABLE, 0);
+    w32(&mut m, INT_ACK, INT_SOFT);
+    m.raise_soft();
+    assert!(!m.intx_asserted());
+}
+
+#[test]
+fn irq_every_us_below_the_bound_is_refused_and_zero_is_off() {
+    let mut m = Model::new();
+    let mut k = m.knobs().clone();
+    k.irq_every_us = MIN_IRQ_EVERY_US - 1;
+    let e = m.set_knobs(k).unwrap_err();
+    assert!(e.contains("below the limit of 100"), "{e}");
+    set(&mut m, |k| k.irq_every_us = MIN_IRQ_EVERY_US);
+    assert_eq!(m.knobs().irq_every_us, MIN_IRQ_EVERY_US);
+    set(&mut m, |k| k.irq_every_us = 0);
+    assert_eq!(m.knobs().irq_every_us, 0);
+}
