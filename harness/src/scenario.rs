@@ -499,7 +499,13 @@ pub const BENCH_FULL: Scenario = Scenario {
 
 /// What `cargo xtask test --soak` repeats: the device going away under a
 /// busy driver.
-pub const SOAK: &[&Scenario] = &[&HOTUNPLUG, &HOTUNPLUG_ACPI, &SURPRISE, &SURPRISE_ACPI];
+pub const SOAK: &[&Scenario] = &[
+    &HOTUNPLUG,
+    &HOTUNPLUG_ACPI,
+    &SURPRISE,
+    &SURPRISE_ACPI,
+    &IRQ_UNBIND,
+];
 
 pub fn find(name: &str) -> Result<&'static Scenario, String> {
     ALL.iter().copied().find(|s| s.name == name).ok_or_else(|| {
