@@ -11,6 +11,10 @@
 //!   alike. `bench mmio dev=NAME reads=N raw_ns=A devres_ns=B guard_ns=C access_ns=D` gives
 //!   per-read medians.
 //! - **Window**: our BAR2's read throughput, `bench window bytes=B ns=T kib_per_s=R`.
+//! - **Interrupt round trip**: from a write of SOFT to INT_RAISE to our hard-IRQ handler, in the
+//!   mode the platform gave (MSI; INTx when booted with `pci=nomsi`):
+//!   `bench irq mode=msi|intx samples=N median_ns=T lost=L`. The interrupt stays requested until
+//!   the first unbind, whose figure includes freeing it.
 //! - **Unbind**: each probe of our device ties K values to the binding with `Devres`, and maybe
 //!   starts a worker busy with the device ([`UNBIND_CASES`], one case per probe, in turn). A
 //!   stopwatch tied first is released last (devres is last in, first out) and prints
@@ -23,9 +27,10 @@
 
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use kernel::{
-    c_str, dev_info,
+    c_str, dev_info, device,
     devres::Devres,
     io::{Io, IoRaw},
+    irq::{self, IrqReturn},
     new_condvar, new_mutex, new_work, pci,
     prelude::*,
     revocable::Revocable,
@@ -41,6 +46,14 @@ const BATCH: usize = 32;
 const WINDOW: usize = 0x1_0000;
 /// Our device's SCRATCH register: reading it has no side effect.
 const SCRATCH: usize = 0x8;
+/// Interrupt registers of our device (qemu-device/REGISTERS.md).
+const INT_STATUS: usize = 0x30;
+const INT_ENABLE: usize = 0x34;
+const INT_RAISE: usize = 0x38;
+const INT_ACK: usize = 0x3c;
+const INT_SOFT: u32 = 1 << 2;
+/// How long one round trip may take before it counts as lost.
+const IRQ_TIMEOUT_NS: i64 = 10_000_000;
 
 /// `(K, busy worker)` for the probes of our device, in turn.
 const UNBIND_CASES: [(usize, bool); 6] = [
@@ -317,6 +330,7 @@ fn probe_ours(pdev: &pci::Device<pci::Bound>, name: &str) -> Result<Bound> {
     )?;
     if n == 0 {
         report_mmio(pdev, name, time_mmio::<SCRATCH>(pdev, &bar)?);
+        time_irq(pdev, &bar)?;
         time_window(pdev)?;
         for k in [1, 16, 64] {
             dev_info!(
@@ -341,6 +355,83 @@ fn probe_ours(pdev: &pci::Device<pci::Bound>, name: &str) -> Result<Bound> {
     })
 }
 
+/// Takes our device's interrupt in hard-IRQ context: acknowledges it and stamps the time.
+struct RoundTrip {
+    bar: Arc<Devres<pci::Bar<BAR_SIZE>>>,
+    handled: AtomicUsize,
+    at_ns: AtomicI64,
+}
+
+impl irq::Handler for RoundTrip {
+    fn handle(&self, dev: &device::Device<device::Bound>) -> IrqReturn {
+        let Ok(io) = self.bar.access(dev) else {
+            return IrqReturn::None;
+        };
+        let status = io.readl(INT_STATUS);
+        if status == 0 || status == u32::MAX {
+            return IrqReturn::None;
+        }
+        self.at_ns.store(now_ns(), Ordering::Relaxed);
+        io.writel(status, INT_ACK);
+        self.handled.fetch_add(1, Ordering::Release);
+        IrqReturn::Handled
+    }
+}
+
+/// Interrupt round trip: from the INT_RAISE write to the hard handler, `SAMPLES` times, in
+/// whichever mode the platform gave (MSI, or INTx with `pci=nomsi`). Prints
+/// `bench irq mode=M samples=N median_ns=T lost=L`.
+fn time_irq(pdev: &pci::Device<pci::Bound>, bar: &Arc<Devres<pci::Bar<BAR_SIZE>>>) -> Result {
+    pdev.alloc_irq_vectors(1, 1, pci::IrqTypes::MSI | pci::IrqTypes::INTX)?;
+    let msi = pdev.msi_enabled();
+    let trip = Arc::new(
+        RoundTrip {
+            bar: bar.clone(),
+            handled: AtomicUsize::new(0),
+            at_ns: AtomicI64::new(0),
+        },
+        GFP_KERNEL,
+    )?;
+    let flags = if msi {
+        irq::Flags::NONE
+    } else {
+        irq::Flags::SHARED
+    };
+    pdev.request_irq(0, flags, c_str!("pci_rig_bench"), trip.clone())?;
+    let io = bar.access(pdev.as_ref())?;
+    io.writel(INT_SOFT, INT_ENABLE);
+    let mut samples = KVec::with_capacity(SAMPLES, GFP_KERNEL)?;
+    let mut lost = 0;
+    for _ in 0..SAMPLES {
+        let before = trip.handled.load(Ordering::Acquire);
+        let start = now_ns();
+        io.writel(INT_SOFT, INT_RAISE);
+        while trip.handled.load(Ordering::Acquire) == before {
+            if now_ns() - start > IRQ_TIMEOUT_NS {
+                break;
+            }
+            core::hint::spin_loop();
+        }
+        if trip.handled.load(Ordering::Acquire) == before {
+            lost += 1;
+        } else {
+            samples.push(trip.at_ns.load(Ordering::Relaxed) - start, GFP_KERNEL)?;
+        }
+    }
+    io.writel(0, INT_ENABLE);
+    let n = samples.len();
+    let median_ns = if n == 0 { -1 } else { median(samples) };
+    dev_info!(
+        pdev,
+        "bench irq mode={} samples={} median_ns={} lost={}\n",
+        if msi { "msi" } else { "intx" },
+        n,
+        median_ns,
+        lost
+    );
+    Ok(())
+}
+
 fn report_mmio(pdev: &pci::Device, name: &str, [raw, devres, guard, access]: [i64; 4]) {
     dev_info!(
         pdev,
@@ -363,6 +454,8 @@ impl pci::Driver for Bench {
 
     fn probe(pdev: &pci::Device<pci::Core>, target: &Target) -> Result<KBox<Bound>> {
         pdev.enable_device_mem()?;
+        // MSI messages are memory writes by the device: it must be a bus master.
+        pdev.set_master();
         let bound = if target.ours {
             probe_ours(pdev, target.name)?
         } else {

@@ -96,6 +96,41 @@ pub struct GuestRow {
     pub unbind: Vec<UnbindRow>,
     pub revoke_each: Vec<RevokeRow>,
     pub window_kib_per_s: Option<f64>,
+    /// Interrupt round trip, per mode: MSI from `bench`, INTx from `bench-intx` boots.
+    pub irq: Vec<IrqRow>,
+}
+
+/// Median interrupt round trip (INT_RAISE write to the hard handler) over boots.
+#[derive(Debug, Serialize)]
+pub struct IrqRow {
+    pub mode: String,
+    pub boots: usize,
+    pub median_ns: i64,
+}
+
+/// The interrupt round trip of each mode seen in `boots`.
+pub fn irq_rows(boots: &[GuestFigures]) -> Vec<IrqRow> {
+    let mut modes: Vec<&str> = boots
+        .iter()
+        .filter_map(|b| b.irq.as_ref().map(|t| t.mode.as_str()))
+        .collect();
+    modes.sort_unstable();
+    modes.dedup();
+    modes
+        .into_iter()
+        .filter_map(|mode| {
+            let ns: Vec<f64> = boots
+                .iter()
+                .filter_map(|b| b.irq.as_ref().filter(|t| t.mode == mode))
+                .map(|t| t.median_ns as f64)
+                .collect();
+            Some(IrqRow {
+                mode: mode.to_string(),
+                boots: ns.len(),
+                median_ns: median(ns)? as i64,
+            })
+        })
+        .collect()
 }
 
 #[derive(Debug, Serialize)]
@@ -198,6 +233,7 @@ pub fn guest_row(arch: &str, boots: &[GuestFigures]) -> GuestRow {
         mmio,
         unbind,
         revoke_each,
+        irq: Vec::new(),
         window_kib_per_s: median(
             boots
                 .iter()
@@ -344,7 +380,7 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
         paths,
         &TestOptions {
             arches: opts.arches.clone(),
-            scenarios: vec![&scenario::BOOT, &scenario::BENCH_FULL],
+            scenarios: vec![&scenario::BOOT, &scenario::BENCH_FULL, &scenario::BENCH_INTX],
             flavor: Flavor::default(),
             unit_tests: false,
             repeat: opts.guest_runs,
@@ -367,6 +403,18 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
             .filter(|o| o.verdict == Verdict::Pass)
             .map(|o| o.duration_s)
             .collect();
+        let mut intx_boots = Vec::new();
+        for o in ours("bench-intx") {
+            let text = std::fs::read_to_string(serial_log(paths, o)).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            match GuestFigures::parse(&lines) {
+                Ok(g) if o.verdict == Verdict::Pass => intx_boots.push(g),
+                _ => eprintln!(
+                    "bench: {arch} bench-intx boot failed: {}",
+                    o.reason.lines().next().unwrap_or("")
+                ),
+            }
+        }
         let mut boots = Vec::new();
         for o in ours("bench") {
             let text = std::fs::read_to_string(serial_log(paths, o)).unwrap_or_default();
@@ -386,7 +434,10 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
             median_s: median(runs_s.clone()).unwrap_or(0.0),
             runs_s,
         });
-        guest.push(guest_row(&arch, &boots));
+        let mut row = guest_row(&arch, &boots);
+        row.irq = irq_rows(&[&boots[..], &intx_boots[..]].concat());
+        ok &= intx_boots.len() == opts.guest_runs;
+        guest.push(row);
     }
 
     let edit_arch = if opts.arches.contains(&Arch::X86_64) {
@@ -544,6 +595,18 @@ pub fn table(r: &Report) -> String {
                 } else {
                     String::new()
                 },
+            );
+        }
+        if !g.irq.is_empty() {
+            let trips: Vec<String> = g
+                .irq
+                .iter()
+                .map(|t| format!("{} {}", t.mode, ns_text(t.median_ns)))
+                .collect();
+            row(
+                format!("interrupt round trip {}", g.arch),
+                trips.join(", "),
+                String::new(),
             );
         }
         for worker in ["idle", "busy"] {
@@ -733,7 +796,7 @@ pub fn picture(r: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::figures::{RevokeEach, Unbind};
+    use crate::figures::{IrqTrip, RevokeEach, Unbind};
 
     fn boot(raw: i64, devres: i64, total_ms: i64) -> GuestFigures {
         let mmio = |device: &str, scale: i64| Mmio {
@@ -764,7 +827,32 @@ mod tests {
                     ns: i64::from(k) * 10_000_000,
                 })
                 .to_vec(),
+            irq: Some(IrqTrip {
+                mode: "msi".into(),
+                samples: 101,
+                median_ns: total_ms * 1000,
+                lost: 0,
+            }),
         }
+    }
+
+    #[test]
+    fn interrupt_round_trips_are_medians_per_mode() {
+        let mut intx = boot(200, 200, 90);
+        intx.irq.as_mut().unwrap().mode = "intx".into();
+        let rows = irq_rows(&[boot(200, 200, 10), boot(200, 200, 30), boot(200, 200, 20), intx]);
+        let got: Vec<(&str, usize, i64)> = rows
+            .iter()
+            .map(|r| (r.mode.as_str(), r.boots, r.median_ns))
+            .collect();
+        assert_eq!(got, vec![("intx", 1, 90_000), ("msi", 3, 20_000)]);
+        let mut row = guest_row("x86_64", &[boot(200, 205, 10)]);
+        row.irq = rows;
+        let t = table(&report(vec![row], vec![10.0]));
+        assert!(
+            t.contains("interrupt round trip x86_64") && t.contains("intx 90.0 µs, msi 20.0 µs"),
+            "{t}"
+        );
     }
 
     fn report(guest: Vec<GuestRow>, edit: Vec<f64>) -> Report {

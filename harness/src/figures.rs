@@ -70,6 +70,18 @@ pub struct GuestFigures {
     pub window: Option<Window>,
     pub unbind: Vec<Unbind>,
     pub revoke_each: Vec<RevokeEach>,
+    pub irq: Option<IrqTrip>,
+}
+
+/// Interrupt round trip on our device: INT_RAISE write to the hard handler.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct IrqTrip {
+    /// `msi` or `intx`.
+    pub mode: String,
+    pub samples: u64,
+    pub median_ns: i64,
+    /// Raises whose interrupt never came (10 ms).
+    pub lost: u64,
 }
 
 /// The K values and devices the module covers; a boot missing one is incomplete.
@@ -135,6 +147,17 @@ impl GuestFigures {
                     k: num(&f, "k", line)?,
                     ns: num(&f, "ns", line)?,
                 }),
+                "irq" => {
+                    g.irq = Some(IrqTrip {
+                        mode: f
+                            .get("mode")
+                            .ok_or_else(|| format!("no mode= in bench line: {line}"))?
+                            .to_string(),
+                        samples: num(&f, "samples", line)?,
+                        median_ns: num(&f, "median_ns", line)?,
+                        lost: num(&f, "lost", line)?,
+                    })
+                }
                 _ => return Err(format!("unknown bench line: {line}")),
             }
         }
@@ -152,6 +175,16 @@ impl GuestFigures {
         }
         if self.window.is_none() {
             missing.push("window".into());
+        }
+        match &self.irq {
+            None => missing.push("irq".into()),
+            Some(t) if t.samples == 0 || t.lost > 0 => {
+                return Err(format!(
+                    "interrupt round trip ({}): {} samples, {} interrupts lost",
+                    t.mode, t.samples, t.lost
+                ))
+            }
+            Some(_) => {}
         }
         for k in KS {
             if !self.revoke_each.iter().any(|r| r.k == k) {
@@ -189,6 +222,13 @@ impl GuestFigures {
                 )
             })
             .collect();
+        if let Some(t) = &self.irq {
+            parts.push(format!(
+                "irq round trip ({}) {:.1} µs",
+                t.mode,
+                t.median_ns as f64 / 1e3
+            ));
+        }
         for busy in [false, true] {
             let totals: Vec<String> = KS
                 .iter()
@@ -245,6 +285,7 @@ mod tests {
         "[    1.4] pci_rig_bench 0000:00:02.0: bench mmio dev=pci-testdev reads=3232 raw_ns=222 devres_ns=227 guard_ns=222 access_ns=223",
         "[    2.2] pci_rig_bench 0000:01:00.0: bench mmio dev=pci-rig reads=3232 raw_ns=74352 devres_ns=75965 guard_ns=74429 access_ns=74360",
         "pci_rig_bench 0000:01:00.0: bench window bytes=65536 ns=949869281 kib_per_s=67",
+        "pci_rig_bench 0000:01:00.0: bench irq mode=msi samples=101 median_ns=41000 lost=0",
         "pci_rig_bench 0000:01:00.0: bench revoke_each k=1 ns=10598078",
         "pci_rig_bench 0000:01:00.0: bench revoke_each k=16 ns=210987610",
         "pci_rig_bench 0000:01:00.0: bench revoke_each k=64 ns=847325969",
@@ -291,6 +332,22 @@ mod tests {
     }
 
     #[test]
+    fn a_lost_interrupt_or_no_sample_makes_the_figures_incomplete() {
+        let lost: Vec<String> = BOOT
+            .iter()
+            .map(|l| l.replace("samples=101 median_ns=41000 lost=0", "samples=100 median_ns=41000 lost=1"))
+            .collect();
+        let e = GuestFigures::parse(&lost).unwrap().check_complete().unwrap_err();
+        assert!(e.contains("1 interrupts lost"), "{e}");
+        let none: Vec<String> = BOOT
+            .iter()
+            .map(|l| l.replace("samples=101 median_ns=41000", "samples=0 median_ns=-1"))
+            .collect();
+        let e = GuestFigures::parse(&none).unwrap().check_complete().unwrap_err();
+        assert!(e.contains("0 samples"), "{e}");
+    }
+
+    #[test]
     fn a_missing_case_or_device_is_named() {
         let lines: Vec<&str> = BOOT
             .iter()
@@ -310,7 +367,7 @@ mod tests {
             .check_complete()
             .unwrap_err();
         assert!(
-            e.contains("window") && e.contains("revoke_each k=64"),
+            e.contains("window") && e.contains("irq") && e.contains("revoke_each k=64"),
             "{e}"
         );
     }

@@ -497,6 +497,15 @@ pub const BENCH_FULL: Scenario = Scenario {
     ..BENCH
 };
 
+/// `bench` with MSI off (`pci=nomsi`), for the INTx interrupt round trip of
+/// `cargo xtask bench`.
+pub const BENCH_INTX: Scenario = Scenario {
+    name: "bench-intx",
+    about: "as bench, booted with pci=nomsi: the interrupt round trip on INTx",
+    cmdline: "pci=nomsi",
+    ..BENCH
+};
+
 /// What `cargo xtask test --soak` repeats: the device going away under a
 /// busy driver.
 pub const SOAK: &[&Scenario] = &[
@@ -967,6 +976,7 @@ mod tests {
             "x: bench mmio dev=pci-testdev reads=3232 raw_ns=200 devres_ns=204 guard_ns=200 access_ns=201",
             "x: bench mmio dev=pci-rig reads=3232 raw_ns=70000 devres_ns=70100 guard_ns=70000 access_ns=70000",
             "x: bench window bytes=65536 ns=1000000000 kib_per_s=64",
+            "x: bench irq mode=msi samples=101 median_ns=40000 lost=0",
             "x: bench revoke_each k=1 ns=1",
             "x: bench revoke_each k=16 ns=16",
             "x: bench revoke_each k=64 ns=64",
