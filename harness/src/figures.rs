@@ -80,7 +80,7 @@ pub struct IrqTrip {
     pub mode: String,
     pub samples: u64,
     pub median_ns: i64,
-    /// Raises whose interrupt never came (10 ms).
+    /// Raises whose interrupt never came (within 1 s).
     pub lost: u64,
 }
 
