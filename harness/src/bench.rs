@@ -403,31 +403,26 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
             .filter(|o| o.verdict == Verdict::Pass)
             .map(|o| o.duration_s)
             .collect();
-        let mut intx_boots = Vec::new();
-        for o in ours("bench-intx") {
-            let text = std::fs::read_to_string(serial_log(paths, o)).unwrap_or_default();
-            let lines: Vec<&str> = text.lines().collect();
-            match GuestFigures::parse(&lines) {
-                Ok(g) if o.verdict == Verdict::Pass => intx_boots.push(g),
-                _ => eprintln!(
-                    "bench: {arch} bench-intx boot failed: {}",
-                    o.reason.lines().next().unwrap_or("")
-                ),
-            }
-        }
-        let mut boots = Vec::new();
-        for o in ours("bench") {
-            let text = std::fs::read_to_string(serial_log(paths, o)).unwrap_or_default();
-            let lines: Vec<&str> = text.lines().collect();
-            match GuestFigures::parse(&lines) {
-                Ok(g) if o.verdict == Verdict::Pass => boots.push(g),
-                Ok(_) => eprintln!(
-                    "bench: {arch} bench boot failed: {}",
-                    o.reason.lines().next().unwrap_or("")
-                ),
-                Err(e) => eprintln!("bench: {arch}: {e}"),
-            }
-        }
+        // The figures of each passing boot of `name`; the others are said and left out.
+        let figures = |name: &'static str| -> Vec<GuestFigures> {
+            ours(name)
+                .filter_map(|o| {
+                    let text = std::fs::read_to_string(serial_log(paths, o)).unwrap_or_default();
+                    let lines: Vec<&str> = text.lines().collect();
+                    match GuestFigures::parse(&lines) {
+                        Ok(g) if o.verdict == Verdict::Pass => return Some(g),
+                        Ok(_) => eprintln!(
+                            "bench: {arch} {name} boot failed: {}",
+                            o.reason.lines().next().unwrap_or("")
+                        ),
+                        Err(e) => eprintln!("bench: {arch} {name}: {e}"),
+                    }
+                    None
+                })
+                .collect()
+        };
+        let boots = figures("bench");
+        let intx_boots = figures("bench-intx");
         ok &= runs_s.len() == opts.guest_runs && boots.len() == opts.guest_runs;
         boot.push(BootTimes {
             arch: arch.clone(),

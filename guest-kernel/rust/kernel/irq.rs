@@ -232,17 +232,19 @@ struct Action<T> {
     handler: Arc<T>,
 }
 
-impl<T> Action<T> {
-    /// The device, bound.
-    ///
-    /// # Safety
-    ///
-    /// Only from a handler of the registration holding `self`: registrations are freed before
-    /// their binding ends, so the device is bound while a handler runs.
-    unsafe fn bound_dev(&self) -> &Device<Bound> {
-        // SAFETY: The device is valid (we hold a reference) and bound (the caller's promise).
-        unsafe { Device::from_raw(self.dev.as_raw()) }
-    }
+/// The handler behind `cookie` and its device, bound.
+///
+/// # Safety
+///
+/// `cookie` must be the `dev_id` of a live registration made for `T`, and the caller one of that
+/// registration's handlers: registrations are freed before their binding ends, so the device is
+/// bound while a handler runs.
+unsafe fn action<'a, T>(cookie: *mut c_void) -> (&'a T, &'a Device<Bound>) {
+    // SAFETY: By the safety requirements `cookie` is a live `Action<T>`.
+    let action = unsafe { &*cookie.cast::<Action<T>>() };
+    // SAFETY: The device is valid (the action holds a reference) and bound (see above).
+    let dev = unsafe { Device::from_raw(action.dev.as_raw()) };
+    (&*action.handler, dev)
 }
 
 /// Drops the `Action<T>` behind `cookie`.
@@ -263,11 +265,9 @@ unsafe extern "C" fn hard_trampoline<T: Handler>(
     _irq: c_int,
     cookie: *mut c_void,
 ) -> bindings::irqreturn_t {
-    // SAFETY: By the safety requirements `cookie` is a live `Action<T>`.
-    let action = unsafe { &*cookie.cast::<Action<T>>() };
-    // SAFETY: Called by the IRQ core as a handler of that registration.
-    let dev = unsafe { action.bound_dev() };
-    action.handler.handle(dev).raw()
+    // SAFETY: The IRQ core calls this with the registration's `dev_id`, as its handler.
+    let (handler, dev) = unsafe { action::<T>(cookie) };
+    handler.handle(dev).raw()
 }
 
 /// # Safety
@@ -277,11 +277,9 @@ unsafe extern "C" fn first_half<T: ThreadedHandler>(
     _irq: c_int,
     cookie: *mut c_void,
 ) -> bindings::irqreturn_t {
-    // SAFETY: By the safety requirements `cookie` is a live `Action<T>`.
-    let action = unsafe { &*cookie.cast::<Action<T>>() };
-    // SAFETY: Called by the IRQ core as a handler of that registration.
-    let dev = unsafe { action.bound_dev() };
-    action.handler.handle(dev).raw()
+    // SAFETY: The IRQ core calls this with the registration's `dev_id`, as its handler.
+    let (handler, dev) = unsafe { action::<T>(cookie) };
+    handler.handle(dev).raw()
 }
 
 /// # Safety
@@ -291,11 +289,9 @@ unsafe extern "C" fn second_half<T: ThreadedHandler>(
     _irq: c_int,
     cookie: *mut c_void,
 ) -> bindings::irqreturn_t {
-    // SAFETY: By the safety requirements `cookie` is a live `Action<T>`.
-    let action = unsafe { &*cookie.cast::<Action<T>>() };
-    // SAFETY: Called by the IRQ core as the thread of that registration.
-    let dev = unsafe { action.bound_dev() };
-    action.handler.handle_threaded(dev).raw()
+    // SAFETY: The IRQ core calls this with the registration's `dev_id`, as its handler.
+    let (handler, dev) = unsafe { action::<T>(cookie) };
+    handler.handle_threaded(dev).raw()
 }
 
 /// The devres release function of a registration: frees the interrupt, then the handler.
