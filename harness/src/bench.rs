@@ -421,6 +421,8 @@ fn oracle_cost(
         for on in [true, false] {
             let _switch = OracleSwitch::set(on);
             let side = if on { "with" } else { "without" };
+            let sub = dir.join(format!("oracle-{side}-{i}"));
+            std::fs::create_dir_all(&sub)?;
             let outcomes = run::scenarios(
                 paths,
                 &TestOptions {
@@ -431,7 +433,7 @@ fn oracle_cost(
                     repeat: 1,
                     jobs: 1,
                 },
-                &dir.join(format!("oracle-{side}-{i}")),
+                &sub,
             )?;
             for o in outcomes {
                 let Some(a) = arches.iter().position(|a| a.to_string() == o.arch) else {
