@@ -9,6 +9,10 @@
 //! 2. Edit→verdict: a real edit of the driver's source, then
 //!    `cargo xtask test --arch A --scenario mmio`, timed to its exit.
 //! 3. Warm matrix: `cargo xtask test` (the CI command) on a warm cache.
+//!
+//! With the guest figures: the MMIO oracle's cost, boot→verdict of
+//! [`ORACLE_SCENARIO`] with and without the plugin (`PCI_RIG_ORACLE=off`),
+//! `--guest-runs` of each per arch, taken in turns.
 
 use crate::arch::Arch;
 use crate::figures::{self, median, GuestFigures, Mmio, KS};
@@ -30,6 +34,12 @@ pub const GOAL_DEVRES_RATIO: f64 = 1.05;
 pub const GOAL_ACCESS_RATIO: f64 = 1.01;
 pub const GOAL_EDIT_S: f64 = 12.0;
 pub const GOAL_MATRIX_S: f64 = 90.0;
+/// The MMIO oracle may slow a boot by at most this much (issue 14).
+pub const GOAL_ORACLE_RATIO: f64 = 1.5;
+
+/// The scenario the oracle's cost is measured on: the driver bound, its
+/// worker busy, unbound, then the settle.
+pub const ORACLE_SCENARIO: &scenario::Scenario = &scenario::UNBIND;
 
 /// The driver source the edit→verdict loop edits.
 const EDITED: &str = "guest-kernel/driver/pci_rig.rs";
@@ -85,6 +95,36 @@ pub struct UnbindRow {
 pub struct RevokeRow {
     pub k: u32,
     pub ns: i64,
+}
+
+/// Boot→verdict of [`ORACLE_SCENARIO`] on one arch with and without the
+/// MMIO oracle (passing runs only).
+#[derive(Debug, Serialize)]
+pub struct OracleCost {
+    pub arch: String,
+    pub scenario: String,
+    pub with_s: Vec<f64>,
+    pub without_s: Vec<f64>,
+    pub median_with_s: f64,
+    pub median_without_s: f64,
+    /// `median_with_s / median_without_s`.
+    pub ratio: f64,
+}
+
+/// One arch's oracle cost from its runs; `None` when either side has no
+/// passing run (nothing to compare).
+pub fn oracle_cost_row(arch: &str, with_s: &[f64], without_s: &[f64]) -> Option<OracleCost> {
+    let median_with_s = median(with_s.to_vec())?;
+    let median_without_s = median(without_s.to_vec()).filter(|s| *s > 0.0)?;
+    Some(OracleCost {
+        arch: arch.to_string(),
+        scenario: ORACLE_SCENARIO.name.to_string(),
+        with_s: with_s.to_vec(),
+        without_s: without_s.to_vec(),
+        median_with_s,
+        median_without_s,
+        ratio: median_with_s / median_without_s,
+    })
 }
 
 /// One arch's guest figures: medians over its `bench` boots.
@@ -143,6 +183,7 @@ pub struct Report {
     pub boot: Vec<BootTimes>,
     pub guest: Vec<GuestRow>,
     pub goals: Goals,
+    pub oracle_cost: Vec<OracleCost>,
 }
 
 #[derive(Debug, Serialize)]
@@ -151,6 +192,7 @@ pub struct Goals {
     pub access_ratio_on_pci_testdev: f64,
     pub edit_verdict_s: f64,
     pub warm_matrix_s: f64,
+    pub oracle_ratio: f64,
 }
 
 /// Medians over the `bench` boots of one arch.
@@ -367,6 +409,101 @@ fn serial_log(paths: &Paths, o: &Outcome) -> PathBuf {
     .join("serial.log")
 }
 
+/// Sets `PCI_RIG_ORACLE` for the runs that follow and puts the caller's
+/// value back when dropped.
+struct OracleSwitch {
+    before: Option<std::ffi::OsString>,
+}
+
+impl OracleSwitch {
+    const VAR: &'static str = "PCI_RIG_ORACLE";
+
+    /// Only while no other thread runs: `run::scenarios` has joined its own.
+    fn set(on: bool) -> OracleSwitch {
+        let before = std::env::var_os(Self::VAR);
+        std::env::set_var(Self::VAR, if on { "on" } else { "off" });
+        OracleSwitch { before }
+    }
+}
+
+impl Drop for OracleSwitch {
+    fn drop(&mut self) {
+        match &self.before {
+            Some(v) => std::env::set_var(Self::VAR, v),
+            None => std::env::remove_var(Self::VAR),
+        }
+    }
+}
+
+/// Whether a passing run's verdict says the oracle watched it (its summary
+/// names what the plugin saw).
+pub fn oracle_watched(reason: &str) -> bool {
+    reason.contains("the MMIO oracle saw")
+}
+
+/// Boot→verdict of [`ORACLE_SCENARIO`] with and without the oracle, `runs`
+/// of each per arch, in turns (with, without, with, …) so that a machine
+/// getting busier mid-way weighs on both sides. Returns the rows and
+/// whether every run passed with the oracle as asked.
+fn oracle_cost(
+    paths: &Paths,
+    dir: &Path,
+    arches: &[Arch],
+    runs: usize,
+) -> Result<(Vec<OracleCost>, bool)> {
+    let mut times: Vec<[Vec<f64>; 2]> = arches.iter().map(|_| Default::default()).collect();
+    let mut ok = true;
+    for i in 1..=runs {
+        for on in [true, false] {
+            let _switch = OracleSwitch::set(on);
+            let side = if on { "with" } else { "without" };
+            let sub = dir.join(format!("oracle-{side}-{i}"));
+            std::fs::create_dir_all(&sub)?;
+            let outcomes = run::scenarios(
+                paths,
+                &TestOptions {
+                    arches: arches.to_vec(),
+                    scenarios: vec![ORACLE_SCENARIO],
+                    flavor: Flavor::default(),
+                    unit_tests: false,
+                    repeat: 1,
+                    jobs: 1,
+                },
+                &sub,
+            )?;
+            for o in outcomes {
+                let Some(a) = arches.iter().position(|a| a.to_string() == o.arch) else {
+                    continue;
+                };
+                if o.verdict != Verdict::Pass {
+                    eprintln!(
+                        "bench: {} {} {side} the oracle failed: {}",
+                        o.arch,
+                        o.scenario,
+                        o.reason.lines().next().unwrap_or("")
+                    );
+                    ok = false;
+                } else if oracle_watched(&o.reason) != on {
+                    eprintln!(
+                        "bench: {} {} was to run {side} the oracle; its verdict says otherwise",
+                        o.arch, o.scenario
+                    );
+                    ok = false;
+                } else {
+                    times[a][usize::from(!on)].push(o.duration_s);
+                }
+            }
+        }
+    }
+    let rows = arches
+        .iter()
+        .zip(&times)
+        .filter_map(|(arch, [with, without])| oracle_cost_row(&arch.to_string(), with, without))
+        .collect::<Vec<_>>();
+    ok &= rows.len() == arches.len();
+    Ok((rows, ok))
+}
+
 /// `cargo xtask bench`. Returns whether every measurement was taken.
 pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
     let run_id = run::run_id();
@@ -435,6 +572,9 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
         guest.push(row);
     }
 
+    let (oracle_cost, measured) = oracle_cost(paths, &dir, &opts.arches, opts.guest_runs)?;
+    ok &= measured;
+
     let edit_arch = if opts.arches.contains(&Arch::X86_64) {
         Arch::X86_64
     } else {
@@ -493,7 +633,9 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
             access_ratio_on_pci_testdev: GOAL_ACCESS_RATIO,
             edit_verdict_s: GOAL_EDIT_S,
             warm_matrix_s: GOAL_MATRIX_S,
+            oracle_ratio: GOAL_ORACLE_RATIO,
         },
+        oracle_cost,
     };
     std::fs::write(
         dir.join("bench.json"),
@@ -568,6 +710,25 @@ pub fn table(r: &Report) -> String {
             format!("boot→verdict {} (median of {})", b.arch, b.runs_s.len()),
             format!("{:.2} s", b.median_s),
             String::new(),
+        );
+    }
+    for c in &r.oracle_cost {
+        row(
+            format!(
+                "MMIO oracle cost {} {} (median of {}/{})",
+                c.arch,
+                c.scenario,
+                c.with_s.len(),
+                c.without_s.len()
+            ),
+            format!(
+                "{:.2}×: {:.2} s with, {:.2} s without",
+                c.ratio, c.median_with_s, c.median_without_s
+            ),
+            format!(
+                "≤ {GOAL_ORACLE_RATIO}×: {}",
+                met(c.ratio, GOAL_ORACLE_RATIO)
+            ),
         );
     }
     for g in &r.guest {
@@ -696,6 +857,9 @@ pub fn picture(r: &Report) -> String {
             log: false,
         });
     }
+    if !r.oracle_cost.is_empty() {
+        panels.push(oracle_panel(&r.oracle_cost));
+    }
     let mut cost = Vec::new();
     let mut overhead = Vec::new();
     for g in &r.guest {
@@ -788,6 +952,31 @@ pub fn picture(r: &Report) -> String {
     )
 }
 
+/// The oracle's cost per arch: boot→verdict with it over without.
+fn oracle_panel(costs: &[OracleCost]) -> Panel {
+    Panel {
+        title: format!(
+            "MMIO oracle: boot→verdict with the plugin / without ({})",
+            ORACLE_SCENARIO.name
+        ),
+        unit: "×".into(),
+        bars: costs
+            .iter()
+            .map(|c| Bar {
+                label: format!("{} with / without", c.arch),
+                value: c.ratio,
+                text: format!(
+                    "{:.2}× ({:.2} s / {:.2} s)",
+                    c.ratio, c.median_with_s, c.median_without_s
+                ),
+                series: 4,
+            })
+            .collect(),
+        goal: Some((GOAL_ORACLE_RATIO, format!("goal {GOAL_ORACLE_RATIO}×"))),
+        log: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -871,7 +1060,9 @@ mod tests {
                 access_ratio_on_pci_testdev: GOAL_ACCESS_RATIO,
                 edit_verdict_s: GOAL_EDIT_S,
                 warm_matrix_s: GOAL_MATRIX_S,
+                oracle_ratio: GOAL_ORACLE_RATIO,
             },
+            oracle_cost: vec![],
         }
     }
 
@@ -930,5 +1121,69 @@ mod tests {
         // edit run + median; 2 devices x 4 ways; 2 devices x 3 ratios; 6 unbind + 3 revoke.
         assert_eq!(svg.matches("<rect x=").count(), 2 + 8 + 6 + 9, "{svg}");
         assert!(svg.contains("+2.5 %"), "{svg}");
+    }
+
+    #[test]
+    fn oracle_cost_rows_compare_medians() {
+        let c = oracle_cost_row("x86_64", &[9.0, 6.0, 7.0], &[5.0, 4.0]).unwrap();
+        assert_eq!((c.median_with_s, c.median_without_s), (7.0, 4.5));
+        assert!((c.ratio - 7.0 / 4.5).abs() < 1e-9);
+        assert_eq!(c.scenario, "unbind");
+        assert_eq!((c.with_s.len(), c.without_s.len()), (3, 2));
+        assert!(
+            oracle_cost_row("x86_64", &[], &[4.0]).is_none(),
+            "no run with"
+        );
+        assert!(
+            oracle_cost_row("x86_64", &[4.0], &[]).is_none(),
+            "no run without"
+        );
+        assert!(
+            oracle_cost_row("x86_64", &[4.0], &[0.0]).is_none(),
+            "nothing to divide by"
+        );
+    }
+
+    #[test]
+    fn oracle_cost_rows_say_whether_the_goal_was_met() {
+        let mut r = report(vec![], vec![10.0]);
+        r.oracle_cost = vec![
+            oracle_cost_row("x86_64", &[6.0], &[4.0]).unwrap(),
+            oracle_cost_row("arm64", &[9.0], &[4.0]).unwrap(),
+        ];
+        let t = table(&r);
+        let line = |arch: &str| {
+            t.lines()
+                .find(|l| l.starts_with(&format!("MMIO oracle cost {arch} unbind (median of 1/1)")))
+                .unwrap_or_else(|| panic!("no {arch} row in {t}"))
+                .to_string()
+        };
+        let x86 = line("x86_64");
+        assert!(
+            x86.contains("1.50×: 6.00 s with, 4.00 s without") && x86.contains("≤ 1.5×: met"),
+            "{x86}"
+        );
+        let arm = line("arm64");
+        assert!(
+            arm.contains("2.25×: 9.00 s with") && arm.contains("≤ 1.5×: missed"),
+            "{arm}"
+        );
+        let svg = picture(&r);
+        // edit run + median, and one ratio bar per arch.
+        assert_eq!(svg.matches("<rect x=").count(), 2 + 2, "{svg}");
+        assert!(
+            svg.contains("2.25× (9.00 s / 4.00 s)") && svg.contains("goal 1.5×"),
+            "{svg}"
+        );
+    }
+
+    #[test]
+    fn a_verdict_tells_whether_the_oracle_watched() {
+        assert!(oracle_watched(
+            "…; the MMIO oracle saw 216 accesses to our BARs (bar0 0xfe610000) …"
+        ));
+        assert!(!oracle_watched(
+            "…; the device log holds exactly the 81 MMIO accesses …"
+        ));
     }
 }

@@ -1360,7 +1360,10 @@ mod tests {
             at(2.0, "event probe_begin"),
             at(2.0, MAGIC_READ),
             at(2.0, "step identify ok x=1"),
-            at(2.0, "step scratch FAIL no interrupt within 100 ms; status=0x2"),
+            at(
+                2.0,
+                "step scratch FAIL no interrupt within 100 ms; status=0x2",
+            ),
         ]);
         lines.extend(probe().iter().map(|t| at(3.0, t)));
         let log = [

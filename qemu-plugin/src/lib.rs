@@ -167,14 +167,20 @@ unsafe extern "C" fn on_access(vcpu: c_uint, info: MemInfo, vaddr: u64, pc: *mut
     let Some(o) = ORACLE.get() else { return };
     // SAFETY: `info` is the handle QEMU gave this callback; the hwaddr handle
     // is used only during it.
-    let (addr, size, h) = unsafe {
+    let (addr, h) = unsafe {
         let h = api::qemu_plugin_get_hwaddr(info, vaddr);
         if h.is_null() {
             return;
         }
-        let addr = api::qemu_plugin_hwaddr_phys_addr(h);
-        (addr, 1u64 << api::qemu_plugin_mem_size_shift(info), h)
+        (api::qemu_plugin_hwaddr_phys_addr(h), h)
     };
+    // Almost every access ends here, having cost QEMU two calls: no access
+    // of any size starting at `addr` reaches the watched box.
+    if !o.watch.may_touch(addr) {
+        return;
+    }
+    // SAFETY: as above, still inside the callback.
+    let size = 1u64 << unsafe { api::qemu_plugin_mem_size_shift(info) };
     if !o.watch.overlaps(addr, size) {
         return;
     }

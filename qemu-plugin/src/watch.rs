@@ -43,6 +43,11 @@ fn number(s: &str) -> Result<u64, String> {
     r.map_err(|e| format!("`{s}`: {e}"))
 }
 
+/// The widest access QEMU can describe: a `MemOp`'s size field (`MO_SIZE`,
+/// three bits) says at most 2^7 bytes; loads and stores of today's targets
+/// are at most 16.
+pub const MAX_ACCESS: u64 = 1 << 7;
+
 /// The watched ranges, sorted and merged, with their bounding box so that
 /// almost every access is turned away by two comparisons.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,6 +78,15 @@ impl Ranges {
 
     pub fn as_slice(&self) -> &[Range] {
         &self.ranges
+    }
+
+    /// Whether an access starting at `addr`, of any size QEMU can make
+    /// (at most [`MAX_ACCESS`] bytes), might touch a watched range: `false`
+    /// only when none of them can. Lets the callback turn an access away
+    /// before asking QEMU for its size.
+    #[inline(always)]
+    pub fn may_touch(&self, addr: u64) -> bool {
+        addr < self.hi && addr.saturating_add(MAX_ACCESS) > self.lo
     }
 
     /// Whether `[addr, addr + size)` touches a watched range.
@@ -225,5 +239,33 @@ mod tests {
         assert!(!w.overlaps(0, 1));
         assert!(!w.overlaps(u64::MAX, 8), "no overflow at the top");
         assert!(!Ranges::new(vec![]).overlaps(0, 8));
+    }
+
+    #[test]
+    fn the_size_free_test_never_turns_away_a_watched_access() {
+        let w = Ranges::new(vec![
+            Range::parse("0x1000+0x1000").unwrap(),
+            Range::parse("0x8000+0x10").unwrap(),
+        ]);
+        let near = |edge: u64| edge.saturating_sub(2 * MAX_ACCESS)..edge + 2 * MAX_ACCESS;
+        let addrs = [0, 0x1000, 0x2000, 0x8000, 0x8010, u64::MAX - 2 * MAX_ACCESS]
+            .into_iter()
+            .flat_map(near);
+        for addr in addrs {
+            for shift in 0..=7 {
+                let size = 1u64 << shift;
+                if w.overlaps(addr, size) {
+                    assert!(w.may_touch(addr), "{addr:#x}+{size} watched, turned away");
+                }
+            }
+        }
+        assert!(
+            !w.may_touch(0x1000 - MAX_ACCESS),
+            "too far below to reach it"
+        );
+        assert!(w.may_touch(0x1000 - MAX_ACCESS + 1));
+        assert!(!w.may_touch(0x8010), "at the end of the box");
+        assert!(!w.may_touch(u64::MAX));
+        assert!(!Ranges::new(vec![]).may_touch(0));
     }
 }
