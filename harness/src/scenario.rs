@@ -316,14 +316,6 @@ pub const IRQ_UNBIND: Scenario = Scenario {
     )
 };
 
-/// `unbind`'s steps, the driver on MSI.
-pub const IRQ_MSI: Scenario = driver_scenario(
-    "irq-msi",
-    "as unbind, the driver on MSI: every operation's and software interrupt handled once and counted by the device",
-    180,
-    driver(1, 1, true),
-);
-
 /// `unbind`'s steps with MSI switched off on the kernel command line: the
 /// driver falls back to its INTx pin, shared, masked by the hard half.
 pub const IRQ_INTX: Scenario = Scenario {
@@ -462,7 +454,6 @@ pub const ALL: &[&Scenario] = &[
     &REBIND,
     &MODULES,
     &PROBE_ERROR,
-    &IRQ_MSI,
     &IRQ_INTX,
     &IRQ_UNBIND,
     &HOTUNPLUG,

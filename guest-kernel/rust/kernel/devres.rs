@@ -95,50 +95,64 @@ pub(crate) fn binding_begin(dev: &Device) -> Result {
         },
         GFP_KERNEL,
     )?;
-    let node = PointerNode::alloc(binding_release, c"rust_devres_binding", GFP_KERNEL)?;
+    let node = Node::<*const c_void>::alloc(binding_release, c"rust_devres_binding", GFP_KERNEL)?;
     // SAFETY: `binding_release` takes back the `Arc<Binding>` stored by `into_foreign`.
     unsafe { node.add(dev, binding.into_foreign()) };
     Ok(())
 }
 
-/// A devres entry, not yet added to a device, whose contents are one pointer.
-struct PointerNode(*mut c_void);
+/// A devres entry, not yet added to a device, that will hold one `D` (plain data, e.g. a
+/// pointer whose owner the entry becomes).
+pub(crate) struct Node<D: Copy> {
+    entry: *mut c_void,
+    _data: core::marker::PhantomData<D>,
+}
 
-impl PointerNode {
+impl<D: Copy> Node<D> {
     /// Allocates an entry that `release` will release.
-    fn alloc(
+    pub(crate) fn alloc(
         release: unsafe extern "C" fn(*mut bindings::device, *mut c_void),
         name: &'static core::ffi::CStr,
         flags: Flags,
     ) -> Result<Self> {
-        // SAFETY: The size is that of the one pointer the entry holds; the name is static.
-        let node = unsafe {
+        // SAFETY: The size is that of the `D` the entry holds; the name is static.
+        let entry = unsafe {
             bindings::__devres_alloc_node(
                 Some(release),
-                core::mem::size_of::<*const c_void>(),
+                core::mem::size_of::<D>(),
                 flags.as_raw(),
                 bindings::NUMA_NO_NODE,
                 name.as_ptr().cast(),
             )
         };
-        if node.is_null() {
+        if entry.is_null() {
             return Err(ENOMEM);
         }
-        Ok(Self(node))
+        Ok(Self {
+            entry,
+            _data: core::marker::PhantomData,
+        })
     }
 
-    /// Stores `ptr` in the entry and adds the entry to `dev`, which from then on owns `ptr`.
+    /// Stores `data` in the entry and adds the entry to `dev`, which from then on owns what
+    /// `data` owns.
     ///
     /// # Safety
     ///
-    /// The entry's release function must take over `ptr` as the owner it is handed from.
-    unsafe fn add(self, dev: &Device, ptr: *const c_void) {
-        // SAFETY: The entry is new, has room for one pointer and is on no list yet; `dev` is
-        // valid since we hold a reference to it.
+    /// The entry's release function must read a `D` and take over what it owns.
+    pub(crate) unsafe fn add(self, dev: &Device, data: D) {
+        // SAFETY: The entry is new, has room for a `D` (the devres data area is aligned for any
+        // type) and is on no list yet; `dev` is valid since we hold a reference to it.
         unsafe {
-            self.0.cast::<*const c_void>().write(ptr);
-            bindings::devres_add(dev.as_raw(), self.0);
+            self.entry.cast::<D>().write(data);
+            bindings::devres_add(dev.as_raw(), self.entry);
         }
+    }
+
+    /// Frees the entry without adding it (nothing was stored in it).
+    pub(crate) fn free(self) {
+        // SAFETY: The entry was allocated by `alloc` and never added to a device.
+        unsafe { bindings::devres_free(self.entry) };
     }
 }
 
@@ -455,7 +469,7 @@ impl<T: Send + 'static> Devres<T> {
             flags,
         )?;
         let release: ReleaseFn = devres_release::<T>;
-        let node = PointerNode::alloc(release, c"rust_devres", flags)?;
+        let node = Node::<*const c_void>::alloc(release, c"rust_devres", flags)?;
         let node_data = inner.clone().into_foreign();
         // SAFETY: `release` takes back the `Arc<DevresInner<T>>` reference stored by
         // `into_foreign`.

@@ -115,7 +115,8 @@ use crate::{
     alloc::{flags::GFP_KERNEL, KBox},
     bindings,
     device::{Bound, Device},
-    error::{code::ENOMEM, to_result, Result},
+    devres::Node,
+    error::{to_result, Result},
     ffi::{c_int, c_ulong, c_void},
     str::CStr,
     sync::Arc,
@@ -220,7 +221,7 @@ pub trait ThreadedHandler: Send + Sync + 'static {
 /// `drop_action::<T>`; `irq` was requested with `cookie` as its `dev_id`.
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct Node {
+struct Registered {
     irq: u32,
     cookie: *mut c_void,
     drop_action: unsafe fn(*mut c_void),
@@ -301,8 +302,8 @@ unsafe extern "C" fn second_half<T: ThreadedHandler>(
 /// `res` must be the data area of an entry made by [`register`], and the driver core must have
 /// taken the entry off the device's list.
 unsafe extern "C" fn release(_dev: *mut bindings::device, res: *mut c_void) {
-    // SAFETY: By the safety requirements `res` holds a `Node` (its invariants hold).
-    let node = unsafe { *res.cast::<Node>() };
+    // SAFETY: By the safety requirements `res` holds a `Registered` (its invariants hold).
+    let node = unsafe { *res.cast::<Registered>() };
     // SAFETY: `node.irq` was requested with `node.cookie`; `free_irq` waits for running handlers,
     // after which none uses the action.
     unsafe { bindings::free_irq(node.irq, node.cookie) };
@@ -343,19 +344,7 @@ unsafe fn register<T: Send + Sync + 'static>(
         },
         GFP_KERNEL,
     )?;
-    // SAFETY: The size is that of the `Node` written below; the name is static.
-    let entry = unsafe {
-        bindings::__devres_alloc_node(
-            Some(release),
-            core::mem::size_of::<Node>(),
-            GFP_KERNEL.as_raw(),
-            bindings::NUMA_NO_NODE,
-            c"rust_irq".as_ptr().cast(),
-        )
-    };
-    if entry.is_null() {
-        return Err(ENOMEM);
-    }
+    let entry = Node::<Registered>::alloc(release, c"rust_irq", GFP_KERNEL)?;
     let cookie = KBox::into_raw(action).cast::<c_void>();
     // SAFETY: The trampolines match `T` (the caller's promise) and `cookie` is an `Action<T>`
     // that lives until `release` (or the failure path below) drops it; `name` is static.
@@ -363,23 +352,23 @@ unsafe fn register<T: Send + Sync + 'static>(
         bindings::request_threaded_irq(irq, hard, thread, flags, name.as_char_ptr(), cookie)
     };
     if let Err(e) = to_result(ret) {
-        // SAFETY: The request failed, so no handler uses `cookie`; the entry was never added.
-        unsafe {
-            drop_action::<T>(cookie);
-            bindings::devres_free(entry);
-        }
+        // SAFETY: The request failed, so no handler uses `cookie`.
+        unsafe { drop_action::<T>(cookie) };
+        entry.free();
         return Err(e);
     }
-    // SAFETY: The entry has room for a `Node` and is on no list yet; once added, `release` frees
-    // the interrupt and drops the action (the `Node` invariants hold).
+    // SAFETY: Once added, `release` reads the `Registered`, frees the interrupt and drops the
+    // action (the `Registered` invariants hold).
     unsafe {
-        entry.cast::<Node>().write(Node {
-            irq,
-            cookie,
-            drop_action: drop_action::<T>,
-        });
-        bindings::devres_add(dev.as_raw(), entry);
-    }
+        entry.add(
+            dev,
+            Registered {
+                irq,
+                cookie,
+                drop_action: drop_action::<T>,
+            },
+        )
+    };
     Ok(())
 }
 
