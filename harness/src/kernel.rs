@@ -556,7 +556,11 @@ pub fn build_module_copy(
     let log = copy.join("pci-rig-make.log");
     let what = format!("module {label} ({})", kernel.arch);
     run_make(cmd, &log, &what)?;
-    let warnings = build_errors::warnings(&std::fs::read_to_string(&log)?);
+    // Named by the file the user edits, not by its copy.
+    let warnings: Vec<String> = build_errors::warnings(&std::fs::read_to_string(&log)?)
+        .iter()
+        .map(|w| w.replace(&*copy.to_string_lossy(), &dir.to_string_lossy()))
+        .collect();
     if !warnings.is_empty() {
         // A refused build leaves no module.
         discard_objects(&copy)?;
