@@ -13,6 +13,7 @@ pub mod device;
 pub mod driver;
 pub mod figures;
 pub mod image;
+pub mod judge;
 pub mod kconfig;
 pub mod kernel;
 pub mod ktap;

@@ -14,7 +14,8 @@ use crate::qemu;
 use crate::qemu::{Console, Guest};
 use crate::qmp::Qmp;
 use crate::report::{self, Outcome, Timings, Verdict};
-use crate::scenario::{self, Scenario};
+use crate::judge;
+use crate::scenario::{self, Check, Scenario};
 use crate::Paths;
 use anyhow::{bail, Context, Result};
 use std::io::Write;
@@ -96,6 +97,7 @@ pub fn prepare(
         &image::Contents {
             busybox: &tc.busybox[&arch],
             images: &paths.root.join("images"),
+            scripts: &scenario::scripts(),
             modules: &modules,
         },
         &initrd,
@@ -140,7 +142,7 @@ pub fn interactive(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<()> {
         device: None,
         oracle: None,
     };
-    let mut g = rig.guest(&Scenario::plain("shell", Duration::MAX), &dir);
+    let mut g = rig.guest(&Scenario::runner("shell", "", Duration::MAX), &dir);
     g.extra_args = vec!["-device".into(), server.qemu_device()];
     g.interactive()?;
     server.stop()?;
@@ -175,14 +177,11 @@ impl Rig<'_> {
             cmdline: format!("pcirig.scenario={} {}", s.name, s.cmdline),
             dir,
             extra_args: s
-                .qemu_args
+                .stock_devices
                 .iter()
-                .chain(if self.p.kernel.arch == Arch::X86_64 {
-                    s.x86_qemu_args
-                } else {
-                    &[]
-                })
-                .map(|a| a.to_string())
+                .flat_map(|d| ["-device", d])
+                .chain(s.machine.qemu_args(self.p.kernel.arch).iter().copied())
+                .map(str::to_string)
                 .collect(),
         }
     }
@@ -195,7 +194,7 @@ impl Rig<'_> {
     fn boot(&self, s: &Scenario, dir: &Path) -> Result<(Console, Vec<Stopped>, Timings)> {
         let dir = boot_dir(dir)?;
         let sockets = qemu::socket_dir(&dir)?;
-        let bin = match (s.device, self.device) {
+        let bin = match (s.machine.has_device(), self.device) {
             (true, Some(bin)) => Some(bin),
             (true, None) => bail!(
                 "scenario {} needs the device server, which was not built",
@@ -216,7 +215,7 @@ impl Rig<'_> {
         // benchmark's, whose figures are MMIO costs it would distort.
         let oracle = self
             .oracle
-            .filter(|_| s.device && s.kind != scenario::Kind::Bench);
+            .filter(|_| s.machine.has_device() && !matches!(s.check, Check::Bench));
         let oracle_log = dir.join(crate::oracle::LOG);
         if let Some(so) = oracle {
             g.extra_args.extend([
@@ -302,8 +301,9 @@ impl Rig<'_> {
     /// Runs one scenario and judges it; a pass also gives what was timed.
     fn run_scenario(&self, s: &Scenario, dir: &Path) -> (Verdict, String, Timings) {
         let arch = self.p.kernel.arch;
-        if !s.only_on.is_empty() && !s.only_on.contains(&arch) {
-            let on: Vec<&str> = s.only_on.iter().map(|a| a.name()).collect();
+        let arches = s.machine.arches();
+        if !arches.contains(&arch) {
+            let on: Vec<&str> = arches.iter().map(|a| a.name()).collect();
             return (
                 Verdict::Skip,
                 format!("{} only; not applicable to {arch}", on.join(", ")),
@@ -315,12 +315,12 @@ impl Rig<'_> {
             return (Verdict::Fail, why, Timings::new());
         }
         let untimed = |(verdict, reason)| (verdict, reason, Timings::new());
-        let result = match s.kind {
-            scenario::Kind::SelfTest => self.selftest(dir).map(untimed),
-            scenario::Kind::CompileFail => self.compile_fail().map(untimed),
-            scenario::Kind::IdTable => self.id_table().map(untimed),
+        let result = match s.check {
+            Check::SelfTest => self.selftest(dir).map(untimed),
+            Check::CompileFail => self.compile_fail().map(untimed),
+            Check::IdTable => self.id_table().map(untimed),
             _ => self.boot(s, dir).map(|(c, device, host)| {
-                let mut j = scenario::judge(s, &c, &device);
+                let mut j = judge::judge(s, &c, &device);
                 if j.verdict == Verdict::Pass {
                     j.timings.extend(host);
                 }
@@ -376,7 +376,7 @@ impl Rig<'_> {
         for case in scenario::SELFTEST_CASES {
             let s = &case.scenario;
             let (c, device, _) = self.boot(s, &dir.join(s.name))?;
-            let j = scenario::judge(s, &c, &device);
+            let j = judge::judge(s, &c, &device);
             // The line that says why, or the first.
             let first = j
                 .reason
@@ -577,7 +577,7 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
 /// image are built by the first run that needs them (one build at a time).
 pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Outcome>> {
     let tc = setup(paths, &opts.arches).context("provisioning")?;
-    let device_bin = if opts.scenarios.iter().any(|s| s.device) {
+    let device_bin = if opts.scenarios.iter().any(|s| s.machine.has_device()) {
         Some(device::build_server(paths)?)
     } else {
         None
