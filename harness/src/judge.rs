@@ -7,6 +7,7 @@ use crate::console::{self, Splat};
 use crate::device::{self, Access, Stopped};
 use crate::driver;
 use crate::figures::GuestFigures;
+use crate::guest::{self, GuestRequest, HostAction, DONE, SETTLED};
 use crate::ktap::{self, Line};
 use crate::kunit;
 use crate::oracle;
@@ -50,8 +51,6 @@ impl Judgement {
     }
 }
 
-const DONE: &str = "pcirig: done";
-
 /// Judges one boot; `device` is what the device server left, when attached.
 pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
     let text: Vec<&str> = c
@@ -71,6 +70,18 @@ pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
             format!(
                 "the host failed the guest's requests:\n{}",
                 c.host_failures.join("\n")
+            ),
+        );
+    }
+    let asked = guest::requests(&c.lines)
+        .filter(|r| *r == Ok(GuestRequest::Host(HostAction::Unplug)))
+        .count();
+    let deleted = c.events.iter().filter(|e| device::deleted(e)).count();
+    if deleted != asked && !c.timed_out {
+        return Judgement::fail(
+            Cause::Host,
+            format!(
+                "the guest asked for {asked} unplugs of our device, QEMU reported DEVICE_DELETED {deleted} times"
             ),
         );
     }
@@ -269,8 +280,6 @@ fn settled(lines: &[String]) -> Result<f64, String> {
     Ok(t1 - t0)
 }
 
-const SETTLED: &str = "pcirig: settled";
-
 /// The driver did what `want` says, and the device log agrees.
 fn judge_driver(want: &DriverExpect, c: &Console, device: &[Stopped]) -> Result<String, String> {
     let lines = &c.lines[..];
@@ -417,8 +426,8 @@ fn judge_kunit(c: &Console) -> Judgement {
 mod tests {
     use super::*;
     use crate::scenario::*;
-    use std::time::Duration;
     use std::os::unix::process::ExitStatusExt;
+    use std::time::Duration;
 
     fn console(lines: &[&str], timed_out: bool) -> Console {
         Console {
@@ -498,6 +507,26 @@ mod tests {
             "{}",
             j.reason
         );
+    }
+
+    #[test]
+    fn an_unplug_the_guest_asked_for_must_be_one_qemu_did() {
+        let mut lines = GOOD.to_vec();
+        lines.insert(2, "pcirig: host unplug");
+        let j = judge(&BOOT, &console(&lines, false), &[]);
+        assert_eq!(j.cause, Some(Cause::Host), "{}", j.reason);
+        assert!(
+            j.reason.contains(
+                "asked for 1 unplugs of our device, QEMU reported DEVICE_DELETED 0 times"
+            ),
+            "{}",
+            j.reason
+        );
+        let mut c = console(&lines, false);
+        c.events =
+            vec![serde_json::json!({"event": "DEVICE_DELETED", "data": {"device": "pcirig"}})];
+        let j = judge(&BOOT, &c, &[]);
+        assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
     }
 
     #[test]

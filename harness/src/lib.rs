@@ -12,6 +12,7 @@ pub mod cpio;
 pub mod device;
 pub mod driver;
 pub mod figures;
+pub mod guest;
 pub mod image;
 pub mod judge;
 pub mod kconfig;

@@ -6,7 +6,9 @@ use crate::arch::Arch;
 use crate::console;
 use crate::device::{self, DeviceServer, Stopped};
 use crate::driver;
+use crate::guest::{GuestRequest, HostAction};
 use crate::image;
+use crate::judge;
 use crate::kernel::{self, Flavor, Kernel};
 use crate::modcheck;
 use crate::provision::{self, Toolchain};
@@ -14,7 +16,6 @@ use crate::qemu;
 use crate::qemu::{Console, Guest};
 use crate::qmp::Qmp;
 use crate::report::{self, Outcome, Timings, Verdict};
-use crate::judge;
 use crate::scenario::{self, Check, Scenario};
 use crate::Paths;
 use anyhow::{bail, Context, Result};
@@ -230,30 +231,28 @@ impl Rig<'_> {
         let mut timings = Timings::new();
         let console = g.run(s.timeout, |line, qmp| {
             let text = console::strip_timestamp(line);
-            // `pcirig: device {json}` asks the host to send a control request
-            // (e.g. set a fault knob) to the device server attached now;
-            // `pcirig: device-error {json}` one the device must refuse.
-            if let Some((req, refuse)) = device_request(text) {
-                let reply = match (servers.last(), serde_json::from_str(req)) {
-                    (Some(server), Ok(req)) => server.request(req).map(|r| r.to_string()),
-                    (None, _) => Err(anyhow::anyhow!("no device attached")),
-                    (_, Err(e)) => Err(anyhow::anyhow!("not JSON: {e}")),
-                };
-                let logged = match (reply, refuse) {
-                    (Ok(r), false) => r,
-                    (Err(e), true) => format!("refused as it should be: {e:#}"),
-                    (Ok(r), true) => {
-                        failures.push(format!(
-                            "device request {req}: accepted ({r}), but the device must refuse it"
-                        ));
-                        format!("error: accepted: {r}")
+            match GuestRequest::parse(text) {
+                None => {}
+                Some(Err(e)) => {
+                    failures.push(format!("`{text}`: {e}"));
+                    writeln!(actions, "{text} -> error: {e}")?;
+                }
+                Some(Ok(GuestRequest::Device { json, must_refuse })) => {
+                    let (logged, failure) = device_request(servers.last(), json, must_refuse);
+                    failures.extend(failure);
+                    writeln!(actions, "{json} -> {logged}")?;
+                }
+                Some(Ok(GuestRequest::Host(action))) => {
+                    if action == HostAction::Unplug {
+                        unplugged_at = Some(Instant::now());
                     }
-                    (Err(e), false) => {
-                        failures.push(format!("device request {req}: {e:#}"));
-                        format!("error: {e:#}")
-                    }
-                };
-                writeln!(actions, "{req} -> {logged}")?;
+                    let result = host_action(action, qmp, bin, &dir, &mut servers, &mut unplugs)
+                        .unwrap_or_else(|e| {
+                            failures.push(format!("{text}: {e:#}"));
+                            format!("error: {e:#}")
+                        });
+                    writeln!(actions, "{text} -> {result}")?;
+                }
             }
             if driver::is_event(line, "remove_begin") {
                 if let Some(at) = unplugged_at.take() {
@@ -261,19 +260,6 @@ impl Rig<'_> {
                     timings.entry("device_del_to_remove_ms").or_insert(ms);
                     writeln!(actions, "guest remove() began {ms:.1} ms after device_del")?;
                 }
-            }
-            // `pcirig: host unplug|replug` asks for a hot-unplug (QMP
-            // device_del) or a hot-plug of a fresh device server.
-            if let Some(action) = text.strip_prefix("pcirig: host ") {
-                if action.trim() == "unplug" {
-                    unplugged_at = Some(Instant::now());
-                }
-                let result = host_action(action.trim(), qmp, bin, &dir, &mut servers, &mut unplugs)
-                    .unwrap_or_else(|e| {
-                        failures.push(format!("host {action}: {e:#}"));
-                        format!("error: {e:#}")
-                    });
-                writeln!(actions, "host {action} -> {result}")?;
             }
             Ok(())
         });
@@ -412,23 +398,38 @@ impl Rig<'_> {
     }
 }
 
-/// A guest's `pcirig: device {json}` (false) or `pcirig: device-error {json}`
-/// (true: the device must refuse it) line: the request and which.
-fn device_request(text: &str) -> Option<(&str, bool)> {
-    text.strip_prefix("pcirig: device ")
-        .map(|r| (r, false))
-        .or_else(|| {
-            text.strip_prefix("pcirig: device-error ")
-                .map(|r| (r, true))
-        })
+/// Sends a guest's control request (`json`) to the device server attached
+/// now; `must_refuse`: the device must answer it with an error. Returns
+/// what to log and, if the host failed the guest, why.
+fn device_request(
+    server: Option<&DeviceServer>,
+    json: &str,
+    must_refuse: bool,
+) -> (String, Option<String>) {
+    let reply = match (server, serde_json::from_str(json)) {
+        (Some(server), Ok(req)) => server.request(req).map(|r| r.to_string()),
+        (None, _) => Err(anyhow::anyhow!("no device attached")),
+        (_, Err(e)) => Err(anyhow::anyhow!("not JSON: {e}")),
+    };
+    match (reply, must_refuse) {
+        (Ok(r), false) => (r, None),
+        (Err(e), true) => (format!("refused as it should be: {e:#}"), None),
+        (Ok(r), true) => (
+            format!("error: accepted: {r}"),
+            Some(format!(
+                "device request {json}: accepted ({r}), but the device must refuse it"
+            )),
+        ),
+        (Err(e), false) => (
+            format!("error: {e:#}"),
+            Some(format!("device request {json}: {e:#}")),
+        ),
+    }
 }
 
-/// Carries out one `pcirig: host ACTION` request of the guest: `unplug`
-/// (QMP device_del), `replug` (a fresh device server and device_add, once
-/// QEMU finished every unplug asked so far) or `aer ID ERROR` (HMP
-/// pcie_aer_inject_error). Returns what to log.
+/// Carries out one host action the guest asked for. Returns what to log.
 fn host_action(
-    action: &str,
+    action: HostAction,
     qmp: &mut Qmp,
     bin: Option<&Path>,
     dir: &Path,
@@ -436,12 +437,12 @@ fn host_action(
     unplugs: &mut usize,
 ) -> Result<String> {
     match (action, bin) {
-        ("unplug", _) => {
+        (HostAction::Unplug, _) => {
             *unplugs += 1;
             qmp.execute("device_del", serde_json::json!({ "id": device::QEMU_ID }))?;
             Ok("device_del sent".to_string())
         }
-        ("replug", Some(bin)) => {
+        (HostAction::Replug, Some(bin)) => {
             // The id is free once QEMU has finished the unplug.
             qmp.wait_events(
                 "DEVICE_DELETED",
@@ -456,10 +457,10 @@ fn host_action(
             added?;
             Ok(format!("device_add with the server in {}", d.display()))
         }
-        ("replug", None) => bail!("no device server in this scenario"),
-        (aer, _) if aer.starts_with("aer ") => {
+        (HostAction::Replug, None) => bail!("no device server in this scenario"),
+        (HostAction::Aer { id, error }, _) => {
             // HMP only; it answers in text, errors starting "Error".
-            let cmd = format!("pcie_aer_inject_error {}", &aer[4..]);
+            let cmd = format!("pcie_aer_inject_error {id} {error}");
             let out = qmp.execute(
                 "human-monitor-command",
                 serde_json::json!({ "command-line": cmd }),
@@ -469,7 +470,6 @@ fn host_action(
                 said => Ok(format!("{cmd}: {said}")),
             }
         }
-        (other, _) => bail!("unknown host action `{other}`; valid: unplug, replug, aer ID ERROR"),
     }
 }
 
@@ -706,17 +706,6 @@ impl Runner<'_> {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn device_requests_say_whether_the_device_must_refuse_them() {
-        let req = super::device_request;
-        assert_eq!(
-            req(r#"pcirig: device {"cmd":"ping"}"#),
-            Some((r#"{"cmd":"ping"}"#, false))
-        );
-        assert_eq!(req("pcirig: device-error {}"), Some(("{}", true)));
-        assert_eq!(req("pcirig: host unplug"), None);
-    }
-
     #[test]
     fn run_ids_are_timestamps_with_the_pid() {
         let id = super::run_id();

@@ -70,9 +70,10 @@ impl Machine {
     /// QEMU arguments the machine needs on `arch`.
     pub fn qemu_args(self, arch: Arch) -> &'static [&'static str] {
         match (self, arch) {
-            (Machine::Hotplug(Slot::Pciehp), Arch::X86_64) => {
-                &["-global", "ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off"]
-            }
+            (Machine::Hotplug(Slot::Pciehp), Arch::X86_64) => &[
+                "-global",
+                "ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off",
+            ],
             _ => &[],
         }
     }
