@@ -87,6 +87,13 @@ enum Cmd {
         #[arg(long)]
         no_matrix: bool,
     },
+    /// Regenerate the files made from the register table (regmap/src/lib.rs): the driver's
+    /// regs.rs, images/regs.sh and REGISTERS.md's tables.
+    Regs {
+        /// Only report the files that are out of date (exit 1 if any).
+        #[arg(long)]
+        check: bool,
+    },
 }
 
 /// `--arch`: one architecture or `all`.
@@ -187,6 +194,22 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 matrix: !no_matrix,
             };
             return bench::bench(&paths, &opts);
+        }
+        Cmd::Regs { check } => {
+            let gen = if check {
+                regmap::gen::drift(&paths.root)
+            } else {
+                regmap::gen::write(&paths.root)
+                    .map(|w| w.iter().map(|p| format!("wrote {p}")).collect())
+            };
+            let lines = gen.map_err(anyhow::Error::msg)?;
+            for l in &lines {
+                println!("{l}");
+            }
+            if lines.is_empty() {
+                println!("the generated register files are current");
+            }
+            return Ok(!(check && !lines.is_empty()));
         }
     }
     Ok(true)

@@ -1,0 +1,52 @@
+# @generated from regmap/src/lib.rs by `cargo xtask regs`: edit the table there, not this file.
+# The register map of pci-rig's device for guest scripts; /init sources it.
+# BAR0 register offsets.
+MAGIC=0x0 # RO
+VERSION=0x4 # RO
+SCRATCH=0x8 # RW
+COUNTER=0xc # RO
+CMD=0x10 # RW
+STATUS=0x14 # RO
+OP_OFFSET=0x18 # RW
+OP_LENGTH=0x1c # RW
+OP_ARG=0x20 # RW
+RESULT=0x24 # RO
+INT_STATUS=0x30 # RO
+INT_ENABLE=0x34 # RW
+INT_RAISE=0x38 # WO
+INT_ACK=0x3c # WO
+IRQ_COUNT=0x40 # RO
+RESET=0x50 # WO
+# The device's PCI identity (config space).
+VENDOR_ID=0x7072
+DEVICE_ID=0x1
+# BAR sizes.
+BAR0_SIZE=0x1000
+BAR2_SIZE=0x10000
+# What MAGIC and VERSION read.
+MAGIC_VALUE=0x70726967
+VERSION_VALUE=0x10000
+VERSION_MAJOR_SHIFT=0x10
+WRONG_MAGIC_VALUE=0xbad0bad
+WRONG_VERSION_VALUE=0xffff0000
+WRONG_MAJOR_VALUE=0x20000
+RESET_KEY=0x1
+# STATUS bits.
+STATUS_BUSY=0x1
+STATUS_DONE=0x2
+STATUS_ERROR=0x4
+STATUS_CODE_SHIFT=0x8
+STATUS_CODE_MASK=0xff
+# Operations, written to CMD.
+OP_CRC32=0x1
+OP_FILL=0x2
+OP_INVERT=0x3
+# Error codes, in STATUS bits 15:8.
+ERR_BAD_OPCODE=0x1
+ERR_BAD_RANGE=0x2
+ERR_FORCED=0x3
+# INT_STATUS / INT_ENABLE / INT_RAISE / INT_ACK bits.
+INT_DONE=0x1
+INT_ERROR=0x2
+INT_SOFT=0x4
+INT_ALL=0x7
