@@ -38,7 +38,7 @@ impl Access {
 pub struct Register {
     pub name: &'static str,
     /// Byte offset into BAR0 (4-byte aligned).
-    pub offset: u32,
+    pub offset: u64,
     pub access: Access,
     /// The value after any reset; `None` for write-only registers (they read 0).
     pub reset: Option<u32>,
@@ -78,7 +78,7 @@ macro_rules! registers {
     ($($name:ident = $off:literal, $access:ident, $reset:expr, $behaviour:literal;)*) => {
         /// BAR0 register offsets, in bytes.
         pub mod reg {
-            $(pub const $name: u32 = $off;)*
+            $(pub const $name: u64 = $off;)*
         }
         /// BAR0's registers in offset order. Every other offset is undefined.
         pub const REGISTERS: &[Register] = &[$(Register {
@@ -225,7 +225,7 @@ pub const GROUPS: &[Group] = &[
 ];
 
 /// The register at `offset`, if there is one.
-pub fn register_at(offset: u32) -> Option<&'static Register> {
+pub fn register_at(offset: u64) -> Option<&'static Register> {
     REGISTERS.iter().find(|r| r.offset == offset)
 }
 
@@ -241,7 +241,7 @@ mod tests {
         }
         for r in REGISTERS {
             assert_eq!(r.offset % 4, 0, "{} is not 4-byte aligned", r.name);
-            assert!(r.offset + 4 <= BAR0_SIZE, "{} is past BAR0", r.name);
+            assert!(r.offset + 4 <= u64::from(BAR0_SIZE), "{} is past BAR0", r.name);
             assert_eq!(r.reset.is_none(), r.access == Access::Wo, "{}", r.name);
             assert!(!r.behaviour.contains('|'), "{}'s behaviour breaks the table", r.name);
         }

@@ -7,9 +7,9 @@
 use super::{BAR0_SIZE, BAR2_SIZE};
 
 /// Our vendor id: unassigned in pci.ids (see REGISTERS.md).
-pub const VENDOR_ID: u16 = 0x7072;
+pub const VENDOR_ID: u16 = regmap::VENDOR_ID as u16;
 /// Our one device.
-pub const DEVICE_ID: u16 = 0x0001;
+pub const DEVICE_ID: u16 = regmap::DEVICE_ID as u16;
 /// Revision of this register map.
 pub const REVISION: u8 = 0x01;
 /// Base class 0xff ("device does not fit any defined class"), subclass 0, prog-if 0.

@@ -13,8 +13,8 @@ pub use log::{Access, AccessLog, Class, Counters, Kind, Region};
 
 use serde::{Deserialize, Serialize};
 
-pub const BAR0_SIZE: u64 = 4096;
-pub const BAR2_SIZE: u64 = 64 * 1024;
+pub const BAR0_SIZE: u64 = regmap::BAR0_SIZE as u64;
+pub const BAR2_SIZE: u64 = regmap::BAR2_SIZE as u64;
 /// About 50 MB of log; the oldest entries go first (counted in `log_overflow`).
 pub const DEFAULT_LOG_CAPACITY: usize = 1 << 20;
 
