@@ -64,7 +64,9 @@ fn end_marker(name: &str) -> String {
 pub fn splice(doc: &str, name: &str, text: &str) -> Result<String, String> {
     let (begin, end) = (begin_marker(name), end_marker(name));
     let missing = |m: &str| {
-        format!("the marker line `{m}` is missing; put the begin and end markers where the table goes")
+        format!(
+            "the marker line `{m}` is missing; put the begin and end markers where the table goes"
+        )
     };
     let b = doc.find(&begin).ok_or_else(|| missing(&begin))?;
     let after_begin = b + begin.len();
@@ -94,7 +96,12 @@ pub fn outputs() -> Vec<Output> {
         Output::Section {
             path: REGISTERS_MD,
             name: "opcodes",
-            text: code_table(&OPCODES, "Opcode", "OP_", "Effect on BAR2[OP_OFFSET .. OP_OFFSET + OP_LENGTH]"),
+            text: code_table(
+                &OPCODES,
+                "Opcode",
+                "OP_",
+                "Effect on BAR2[OP_OFFSET .. OP_OFFSET + OP_LENGTH]",
+            ),
         },
         Output::Section {
             path: REGISTERS_MD,
@@ -104,9 +111,12 @@ pub fn outputs() -> Vec<Output> {
     ]
 }
 
+/// A generated file: its path, what it holds now (`None`: missing), what it should hold.
+type Rendered = (&'static str, Option<String>, String);
+
 /// Applies every output to the files under `root` in turn (several sections share a file).
-fn render_all(root: &Path) -> Result<Vec<(&'static str, Option<String>, String)>, String> {
-    let mut files: Vec<(&'static str, Option<String>, String)> = Vec::new();
+fn render_all(root: &Path) -> Result<Vec<Rendered>, String> {
+    let mut files: Vec<Rendered> = Vec::new();
     for out in outputs() {
         let path = out.path();
         let i = match files.iter().position(|f| f.0 == path) {
@@ -131,7 +141,11 @@ pub fn drift(root: &Path) -> Result<Vec<String>, String> {
         .into_iter()
         .filter(|(_, old, new)| old.as_ref() != Some(new))
         .map(|(path, old, _)| {
-            let what = if old.is_none() { "is missing" } else { "differs from the register table" };
+            let what = if old.is_none() {
+                "is missing"
+            } else {
+                "differs from the register table"
+            };
             format!("{path} {what} ({SOURCE}); run `{COMMAND}` to regenerate it")
         })
         .collect())
@@ -173,7 +187,11 @@ fn driver_regs() -> String {
             s.push('\n');
         }
         let _ = writeln!(s, "    /// {}. {}", r.access.name(), r.behaviour);
-        let _ = writeln!(s, "    pub(crate) const {}: usize = {:#05x};", r.name, r.offset);
+        let _ = writeln!(
+            s,
+            "    pub(crate) const {}: usize = {:#05x};",
+            r.name, r.offset
+        );
     }
     s.push_str("}\n");
     for g in GROUPS {
@@ -214,7 +232,9 @@ fn shell_regs() -> String {
 }
 
 fn register_table() -> String {
-    let mut s = String::from("| Offset | Name | Access | Reset | Behaviour |\n| --- | --- | --- | --- | --- |\n");
+    let mut s = String::from(
+        "| Offset | Name | Access | Reset | Behaviour |\n| --- | --- | --- | --- | --- |\n",
+    );
     for r in REGISTERS {
         let reset = match r.reset {
             None => "—".to_string(),
@@ -272,7 +292,10 @@ mod tests {
             "only the section changes"
         );
         let e = out.apply(Some("no markers")).unwrap_err();
-        assert!(e.contains("qemu-device/REGISTERS.md") && e.contains("regmap:errors begin"), "{e}");
+        assert!(
+            e.contains("qemu-device/REGISTERS.md") && e.contains("regmap:errors begin"),
+            "{e}"
+        );
 
         let dir = std::env::temp_dir().join(format!("regmap-drift-{}", std::process::id()));
         for f in [DRIVER_REGS, SHELL_REGS, REGISTERS_MD] {
@@ -281,10 +304,17 @@ mod tests {
         }
         assert_eq!(drift(&dir).unwrap(), Vec::<String>::new());
         let sh = std::fs::read_to_string(dir.join(SHELL_REGS)).unwrap();
-        std::fs::write(dir.join(SHELL_REGS), sh.replace("SCRATCH=0x8", "SCRATCH=0xc")).unwrap();
+        std::fs::write(
+            dir.join(SHELL_REGS),
+            sh.replace("SCRATCH=0x8", "SCRATCH=0xc"),
+        )
+        .unwrap();
         let md = std::fs::read_to_string(dir.join(REGISTERS_MD)).unwrap();
-        std::fs::write(dir.join(REGISTERS_MD), md.replace("| 2 | BAD_RANGE", "| 4 | BAD_RANGE"))
-            .unwrap();
+        std::fs::write(
+            dir.join(REGISTERS_MD),
+            md.replace("| 2 | BAD_RANGE", "| 4 | BAD_RANGE"),
+        )
+        .unwrap();
         let d = drift(&dir).unwrap();
         assert_eq!(d.len(), 2, "{d:?}");
         assert!(d[0].starts_with("images/regs.sh differs") && d[0].contains("cargo xtask regs"));

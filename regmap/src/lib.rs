@@ -241,9 +241,17 @@ mod tests {
         }
         for r in REGISTERS {
             assert_eq!(r.offset % 4, 0, "{} is not 4-byte aligned", r.name);
-            assert!(r.offset + 4 <= u64::from(BAR0_SIZE), "{} is past BAR0", r.name);
+            assert!(
+                r.offset + 4 <= u64::from(BAR0_SIZE),
+                "{} is past BAR0",
+                r.name
+            );
             assert_eq!(r.reset.is_none(), r.access == Access::Wo, "{}", r.name);
-            assert!(!r.behaviour.contains('|'), "{}'s behaviour breaks the table", r.name);
+            assert!(
+                !r.behaviour.contains('|'),
+                "{}'s behaviour breaks the table",
+                r.name
+            );
         }
         assert_eq!(register_at(reg::STATUS).map(|r| r.name), Some("STATUS"));
         assert_eq!(register_at(0x100), None);

@@ -209,7 +209,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
             if lines.is_empty() {
                 println!("the generated register files are current");
             }
-            return Ok(!(check && !lines.is_empty()));
+            return Ok(!check || lines.is_empty());
         }
     }
     Ok(true)
