@@ -39,19 +39,22 @@ use kernel::{
     workqueue::{self, Work, WorkItem},
 };
 
+/// Our device's register map: the driver's generated `regs.rs`, which the harness copies into
+/// this module's build directory (qemu-device/REGISTERS.md). SCRATCH is read because reading
+/// it has no side effect.
+mod regs;
+
+use regs::{
+    reg::{INT_ACK, INT_ENABLE, INT_RAISE, INT_STATUS, SCRATCH},
+    BAR2_SIZE, DEVICE_ID, INT_SOFT, VENDOR_ID,
+};
+
+/// BAR0 of both devices (ours and pci-testdev) is 4 KiB.
 const BAR_SIZE: usize = 0x1000;
 const SAMPLES: usize = 101;
 const BATCH: usize = 32;
 /// Our device's BAR2 window.
-const WINDOW: usize = 0x1_0000;
-/// Our device's SCRATCH register: reading it has no side effect.
-const SCRATCH: usize = 0x8;
-/// Interrupt registers of our device (qemu-device/REGISTERS.md).
-const INT_STATUS: usize = 0x30;
-const INT_ENABLE: usize = 0x34;
-const INT_RAISE: usize = 0x38;
-const INT_ACK: usize = 0x3c;
-const INT_SOFT: u32 = 1 << 2;
+const WINDOW: usize = BAR2_SIZE;
 /// How long one round trip may take before it counts as lost: long, since a busy host can
 /// stall a TCG vCPU for milliseconds (10 ms lost 1 to 5 of 101 while kernels built beside).
 const IRQ_TIMEOUT_NS: i64 = 1_000_000_000;
@@ -80,7 +83,7 @@ kernel::pci_device_table!(
     Target,
     [
         (
-            pci::DeviceId::from_id(0x7072, 0x0001),
+            pci::DeviceId::from_id(VENDOR_ID, DEVICE_ID),
             Target {
                 name: "pci-rig",
                 ours: true

@@ -26,41 +26,14 @@ use kernel::{
     workqueue::{self, Work, WorkItem},
 };
 
-/// BAR0 holds 4 KiB of 32-bit registers.
-const BAR0_SIZE: usize = 0x1000;
+mod regs;
 
-/// BAR0 register offsets.
-mod reg {
-    pub(crate) const MAGIC: usize = 0x000;
-    pub(crate) const VERSION: usize = 0x004;
-    pub(crate) const SCRATCH: usize = 0x008;
-    pub(crate) const COUNTER: usize = 0x00c;
-    pub(crate) const CMD: usize = 0x010;
-    pub(crate) const STATUS: usize = 0x014;
-    pub(crate) const OP_OFFSET: usize = 0x018;
-    pub(crate) const OP_LENGTH: usize = 0x01c;
-    pub(crate) const OP_ARG: usize = 0x020;
-    pub(crate) const RESULT: usize = 0x024;
-    pub(crate) const INT_STATUS: usize = 0x030;
-    pub(crate) const INT_ENABLE: usize = 0x034;
-    pub(crate) const INT_RAISE: usize = 0x038;
-    pub(crate) const INT_ACK: usize = 0x03c;
-    pub(crate) const IRQ_COUNT: usize = 0x040;
-    pub(crate) const RESET: usize = 0x050;
-}
+use regs::{
+    reg, BAR0_SIZE, DEVICE_ID, ERR_BAD_OPCODE, INT_DONE, INT_ERROR, INT_SOFT, MAGIC_VALUE,
+    OP_CRC32, OP_FILL, OP_INVERT, RESET_KEY, STATUS_CODE_MASK, STATUS_CODE_SHIFT, STATUS_DONE,
+    STATUS_ERROR, VENDOR_ID, VERSION_MAJOR_SHIFT,
+};
 
-const MAGIC: u32 = 0x7072_6967;
-const STATUS_DONE: u32 = 1 << 1;
-const STATUS_ERROR: u32 = 1 << 2;
-const OP_CRC32: u32 = 1;
-const OP_FILL: u32 = 2;
-const OP_INVERT: u32 = 3;
-const ERR_BAD_OPCODE: u32 = 1;
-const RESET_KEY: u32 = 1;
-/// INT_STATUS / INT_ENABLE bits.
-const INT_DONE: u32 = 1 << 0;
-const INT_ERROR: u32 = 1 << 1;
-const INT_SOFT: u32 = 1 << 2;
 /// Software interrupts the self-test raises.
 const SOFT_IRQS: u32 = 10;
 /// How long the driver waits for an interrupt before it calls it lost.
@@ -78,7 +51,7 @@ struct Expect {
 kernel::pci_device_table!(
     IDS,
     Expect,
-    [(pci::DeviceId::from_id(0x7072, 0x0001), Expect { major: 1 }),]
+    [(pci::DeviceId::from_id(VENDOR_ID, DEVICE_ID), Expect { major: 1 }),]
 );
 
 /// Reads a register and reports the access as `# mmio r bar0 OFFSET 4 VALUE`, both under the
@@ -134,17 +107,17 @@ fn crc32_of_repeated(byte: u8, len: usize) -> u32 {
 /// Refuses a device that is not ours or speaks another register map.
 fn identify(sh: &Shared, pdev: &pci::Device, io: &Regs, expect: &Expect) -> Result {
     let magic = rd!(sh, pdev, io, reg::MAGIC);
-    if magic != MAGIC {
+    if magic != MAGIC_VALUE {
         dev_err!(
             pdev,
             "step identify FAIL magic {:#x}, expected {:#x}\n",
             magic,
-            MAGIC
+            MAGIC_VALUE
         );
         return Err(ENODEV);
     }
     let version = rd!(sh, pdev, io, reg::VERSION);
-    if version >> 16 != expect.major {
+    if version >> VERSION_MAJOR_SHIFT != expect.major {
         dev_err!(
             pdev,
             "step identify FAIL version {:#x}, this driver speaks major {}\n",
@@ -252,7 +225,7 @@ fn selftest(sh: &Shared, pdev: &pci::Device, io: &Regs) -> Result {
     step(pdev, "invert", ok, format_args!("{}", o.detail(want)))?;
 
     let o = operate(sh, pdev, io, 0x63, 0, 0, 0);
-    let refused = o.status & STATUS_ERROR != 0 && (o.status >> 8) & 0xff == ERR_BAD_OPCODE;
+    let refused = o.status & STATUS_ERROR != 0 && (o.status >> STATUS_CODE_SHIFT) & STATUS_CODE_MASK == ERR_BAD_OPCODE;
     step(
         pdev,
         "bad_opcode",

@@ -1,6 +1,7 @@
-//! The guest's initramfs: busybox, the scenario runner from images/, every
-//! scenario's script (from the catalog), and the kernel modules under test,
-//! written with our own cpio writer.
+//! The guest's initramfs: busybox, the scenario runner from images/ with the
+//! register names it sources (images/regs.sh), every scenario's script (from
+//! the catalog), and the kernel modules under test, written with our own cpio
+//! writer.
 
 use crate::cpio::Archive;
 use anyhow::{Context, Result};
@@ -34,6 +35,8 @@ pub fn build(c: &Contents, out: &Path) -> Result<()> {
     a.char_dev("dev/console", 0o600, 5, 1);
     a.file("bin/busybox", 0o755, &read(c.busybox)?);
     a.file("init", 0o755, &read(&c.images.join("init"))?);
+    // The register map's names, sourced by init (generated: `cargo xtask regs`).
+    a.file("regs.sh", 0o644, &read(&c.images.join("regs.sh"))?);
     for (name, script) in c.scripts {
         a.file(&format!("scenarios/{name}.sh"), 0o644, script.as_bytes());
     }

@@ -513,9 +513,17 @@ impl Fnv {
 /// Builds the out-of-tree module in `dir` (a Kbuild file and its sources)
 /// against `kernel`. Kbuild writes objects next to the sources, so it builds
 /// in a copy under the build directory, refreshed file by file (unchanged
-/// files keep their mtimes and are not rebuilt). Returns the `.ko`.
-pub fn build_external(tc: &Toolchain, kernel: &Kernel, dir: &Path, name: &str) -> Result<PathBuf> {
-    build_module_copy(tc, kernel, dir, name, name, &[])
+/// files keep their mtimes and are not rebuilt). `shared` files, kept in
+/// another module's directory, are copied in beside the sources (the bench
+/// module's `regs.rs` is the driver's). Returns the `.ko`.
+pub fn build_external(
+    tc: &Toolchain,
+    kernel: &Kernel,
+    dir: &Path,
+    name: &str,
+    shared: &[PathBuf],
+) -> Result<PathBuf> {
+    build_module_copy(tc, kernel, dir, shared, name, name, &[])
 }
 
 /// Builds the out-of-tree module `name` from `dir` in a copy called `label`
@@ -525,15 +533,25 @@ pub fn build_module_copy(
     tc: &Toolchain,
     kernel: &Kernel,
     dir: &Path,
+    shared: &[PathBuf],
     label: &str,
     name: &str,
     vars: &[&str],
 ) -> Result<PathBuf> {
     let copy = kernel.build.join("pci-rig-external").join(label);
     std::fs::create_dir_all(&copy)?;
+    let mut files = Vec::new();
     for file in walk(dir)? {
-        let to = copy.join(file.strip_prefix(dir)?);
-        let bytes = std::fs::read(&file)?;
+        files.push((copy.join(file.strip_prefix(dir)?), file));
+    }
+    for file in shared {
+        let name = file
+            .file_name()
+            .context("a shared module file has no name")?;
+        files.push((copy.join(name), file.clone()));
+    }
+    for (to, file) in files {
+        let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
         if std::fs::read(&to).ok().as_ref() != Some(&bytes) {
             std::fs::create_dir_all(to.parent().unwrap())?;
             std::fs::write(&to, bytes)?;
@@ -559,7 +577,13 @@ pub fn build_module_copy(
     // Named by the file the user edits, not by its copy.
     let warnings: Vec<String> = build_errors::warnings(&std::fs::read_to_string(&log)?)
         .iter()
-        .map(|w| w.replace(&*copy.to_string_lossy(), &dir.to_string_lossy()))
+        .map(|w| {
+            let w = shared.iter().fold(w.clone(), |w, f| {
+                let name = f.file_name().unwrap_or_default();
+                w.replace(&*copy.join(name).to_string_lossy(), &f.to_string_lossy())
+            });
+            w.replace(&*copy.to_string_lossy(), &dir.to_string_lossy())
+        })
         .collect();
     if !warnings.is_empty() {
         // A refused build leaves no module.

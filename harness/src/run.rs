@@ -76,9 +76,11 @@ pub fn prepare(
     let driver = if with_driver {
         // The driver, and its benchmarking sibling (loaded only by `bench`).
         let bench = paths.root.join("guest-kernel/bench");
-        kernel::build_external(tc, &kernel, &driver, "pci_rig")
+        // The bench module names registers through the driver's generated regs.rs.
+        let regs = driver.join("regs.rs");
+        kernel::build_external(tc, &kernel, &driver, "pci_rig", &[])
             .and_then(|ko| {
-                let bench = kernel::build_external(tc, &kernel, &bench, "pci_rig_bench")?;
+                let bench = kernel::build_external(tc, &kernel, &bench, "pci_rig_bench", &[regs])?;
                 modules.push(bench);
                 Ok(ko)
             })

@@ -7,7 +7,7 @@
 rounds=10
 ktap_plan 7
 check device_present find_dev
-echo 7072 0001 > /sys/bus/pci/drivers/uio_pci_generic/new_id 2>/dev/null
+printf "%04x %04x\n" $VENDOR_ID $DEVICE_ID > /sys/bus/pci/drivers/uio_pci_generic/new_id 2>/dev/null
 check bound_to_uio bound_to uio_pci_generic
 bars
 # Sum of the per-CPU columns of uio_pci_generic's line.
@@ -25,20 +25,20 @@ wait_irqs() {
 check irq_line_listed sh -c "grep uio_pci_generic /proc/interrupts"
 before=$(irqs)
 echo "# intx irq line: $(grep uio_pci_generic /proc/interrupts)"
-wr bar0 0x34 0x4
+wr bar0 $INT_ENABLE $INT_SOFT
 n=0; lost=0
 while [ $n -lt $rounds ]; do
     intx_mask 0
-    wr bar0 0x38 0x4
+    wr bar0 $INT_RAISE $INT_SOFT
     wait_irqs $(( before + n + 1 )) || lost=$((lost + 1))
-    wr bar0 0x3c 0x4
+    wr bar0 $INT_ACK $INT_SOFT
     n=$((n + 1))
 done
 after=$(irqs)
 echo "# intx /proc/interrupts $before -> $after over $rounds raises, $lost waits timed out"
 check every_raise_interrupted [ $(( after - before )) -eq $rounds ]
 check no_wait_timed_out [ $lost -eq 0 ]
-rd bar0 0x40
+rd bar0 $IRQ_COUNT
 check device_counted_them [ $(( val )) -eq $rounds ]
-rd bar0 0x30
+rd bar0 $INT_STATUS
 check all_acked [ $(( val )) -eq 0 ]

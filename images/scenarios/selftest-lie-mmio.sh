@@ -5,4 +5,4 @@ ktap_plan 3
 check device_present find_dev
 check insmod_pci_rig insmod /lib/modules/pci_rig.ko
 check bound bound_to pci_rig
-echo "pci_rig $bdf: # mmio w bar0 0x8 4 0xdeadbeef" > /dev/kmsg
+echo "pci_rig $bdf: # mmio w bar0 $SCRATCH 4 0xdeadbeef" > /dev/kmsg
