@@ -2,7 +2,7 @@
 //! "Control socket"). [`handle_line`] is pure; [`serve`] puts it on a Unix socket.
 
 use crate::model::{Knobs, Model};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -12,21 +12,29 @@ use std::sync::{Arc, Mutex, MutexGuard};
 pub const MAX_LINE: usize = 64 * 1024;
 
 /// Knobs to change; the ones left out keep their value.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KnobUpdate {
-    all_ones: Option<bool>,
-    force_error: Option<bool>,
-    latency_ns: Option<u64>,
-    stuck_busy: Option<bool>,
-    drop_irqs: Option<bool>,
-    wrong_id: Option<bool>,
-    wrong_version: Option<bool>,
-    irq_every_us: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub all_ones: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub force_error: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stuck_busy: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drop_irqs: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wrong_id: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wrong_version: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub irq_every_us: Option<u64>,
 }
 
 // Unit-like variants are written `{}` so that deny_unknown_fields covers them too.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "cmd", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Request {
     Ping {},
@@ -39,16 +47,36 @@ pub enum Request {
     Log {
         #[serde(default)]
         since: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
         limit: Option<usize>,
     },
     ResetLog {},
+}
+
+/// What every reply says, whatever the request: whether it was carried out, and if not, why
+/// (an error reply changes nothing). The other fields depend on the request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Outcome {
+    /// An error reply.
+    pub fn refused(why: impl std::fmt::Display) -> Value {
+        json!(Outcome {
+            ok: false,
+            error: Some(why.to_string()),
+        })
+    }
 }
 
 /// Answers one request line. Never fails: errors are replies too.
 pub fn handle_line(model: &mut Model, line: &str) -> Value {
     match serde_json::from_str::<Request>(line) {
         Ok(req) => handle(model, req),
-        Err(e) => json!({ "ok": false, "error": e.to_string() }),
+        Err(e) => Outcome::refused(e),
     }
 }
 
@@ -70,7 +98,7 @@ pub fn handle(model: &mut Model, req: Request) -> Value {
             };
             match model.set_knobs(new) {
                 Ok(()) => json!({ "ok": true, "knobs": model.knobs() }),
-                Err(e) => json!({ "ok": false, "error": e }),
+                Err(e) => Outcome::refused(e),
             }
         }
         Request::ClearKnobs {} => {
@@ -141,7 +169,7 @@ fn serve_client<T: Target>(stream: UnixStream, target: &Mutex<T>) -> io::Result<
         }
         let reply = if line.len() > MAX_LINE {
             skip_line(&mut reader)?;
-            json!({ "ok": false, "error": format!("line longer than {MAX_LINE} bytes") })
+            Outcome::refused(format!("line longer than {MAX_LINE} bytes"))
         } else {
             let text = String::from_utf8_lossy(&line);
             let text = text.trim();
@@ -206,6 +234,40 @@ mod tests {
             assert_eq!(r["ok"], false, "{bad}: {r}");
             assert!(r["error"].is_string());
         }
+    }
+
+    /// A client that builds requests from these types sends what the device reads, and reads
+    /// its replies' outcome with them.
+    #[test]
+    fn typed_requests_round_trip() {
+        let mut m = Model::new();
+        let ping = serde_json::to_string(&Request::Ping {}).unwrap();
+        assert_eq!(ping, r#"{"cmd":"ping"}"#);
+        let set = Request::SetKnobs(KnobUpdate {
+            latency_ns: Some(5),
+            ..Default::default()
+        });
+        let set = serde_json::to_string(&set).unwrap();
+        assert_eq!(set, r#"{"cmd":"set_knobs","latency_ns":5}"#);
+        let log = serde_json::to_string(&Request::Log {
+            since: 3,
+            limit: None,
+        })
+        .unwrap();
+        assert_eq!(log, r#"{"cmd":"log","since":3}"#);
+        for line in [ping, set, log] {
+            let o: Outcome = serde_json::from_value(ask(&mut m, &line)).unwrap();
+            assert_eq!(
+                o,
+                Outcome {
+                    ok: true,
+                    error: None
+                },
+                "{line}"
+            );
+        }
+        let o: Outcome = serde_json::from_value(ask(&mut m, r#"{"cmd":"nope"}"#)).unwrap();
+        assert!(!o.ok && o.error.unwrap().contains("nope"));
     }
 
     #[test]

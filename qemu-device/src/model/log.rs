@@ -43,6 +43,41 @@ pub enum Class {
     Removed,
 }
 
+/// The names below are the ones the access log's JSON uses (serde's `snake_case`), for messages
+/// that quote an access; a test holds the two together.
+macro_rules! names {
+    ($ty:ident { $($variant:ident => $name:literal),* $(,)? }) => {
+        impl $ty {
+            /// Its name in the access log.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($ty::$variant => $name,)*
+                }
+            }
+        }
+
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    };
+}
+
+names!(Region { Config => "config", Bar0 => "bar0", Bar2 => "bar2" });
+names!(Kind { Read => "read", Write => "write" });
+names!(Class {
+    Ok => "ok",
+    Narrow => "narrow",
+    Wide => "wide",
+    Undefined => "undefined",
+    ReadOnly => "read_only",
+    Unaligned => "unaligned",
+    BadSize => "bad_size",
+    OutOfRange => "out_of_range",
+    Removed => "removed",
+});
+
 /// One access as the device saw it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Access {

@@ -566,3 +566,21 @@ fn irq_every_us_below_the_bound_is_refused_and_zero_is_off() {
     set(&mut m, |k| k.irq_every_us = 0);
     assert_eq!(m.knobs().irq_every_us, 0);
 }
+
+#[test]
+fn display_names_are_the_log_names() {
+    let json = |v: serde_json::Value| v.as_str().unwrap().to_string();
+    for r in [Region::Config, Region::Bar0, Region::Bar2] {
+        assert_eq!(r.to_string(), json(serde_json::to_value(r).unwrap()));
+    }
+    for k in [Kind::Read, Kind::Write] {
+        assert_eq!(k.to_string(), json(serde_json::to_value(k).unwrap()));
+    }
+    use Class::*;
+    let classes = [
+        Ok, Narrow, Wide, Undefined, ReadOnly, Unaligned, BadSize, OutOfRange, Removed,
+    ];
+    for c in classes {
+        assert_eq!(c.to_string(), json(serde_json::to_value(c).unwrap()));
+    }
+}
