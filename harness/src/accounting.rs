@@ -12,11 +12,11 @@
 //! accesses=N`); a binding still open when the guest powered off may read
 //! any number.
 
-use crate::device::{Access, Claimed};
+use crate::device::{Access, Claimed, Kind, Region};
 use crate::driver::{Actor, Binding};
 
-/// The register the worker reads (MAGIC).
-const WORKER_READS: u64 = 0x0;
+/// The register the worker reads.
+const WORKER_READS: u64 = regmap::reg::MAGIC;
 
 /// What the accounting matched.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -32,7 +32,7 @@ pub struct Accounted {
 
 /// Whether `a` is a read the worker makes.
 fn is_worker_read(a: &Access) -> bool {
-    a.kind == "read" && a.region == "bar0" && a.offset == WORKER_READS && a.size == 4
+    a.kind == Kind::Read && a.region == Region::Bar0 && a.offset == WORKER_READS && a.size == 4
 }
 
 fn show(a: Option<&Access>) -> String {
@@ -154,7 +154,7 @@ pub fn account(history: &[Actor], servers: &[&[Access]]) -> Result<Accounted, St
     let mut log = Log {
         servers: servers
             .iter()
-            .map(|l| l.iter().filter(|a| a.region != "config").collect())
+            .map(|l| l.iter().filter(|a| a.region != Region::Config).collect())
             .collect(),
         server: 0,
         at: 0,
@@ -214,18 +214,19 @@ pub fn account(history: &[Actor], servers: &[&[Access]]) -> Result<Accounted, St
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::device::Class;
     use crate::driver::history;
 
     fn access(seq: u64, region: &str, offset: u64, value: u64, kind: &str) -> Access {
         Access {
             seq,
             time_ns: seq,
-            region: region.into(),
+            region: region.parse().unwrap(),
             offset,
             size: 4,
             value: Some(value),
-            kind: kind.into(),
-            class: "ok".into(),
+            kind: kind.parse().unwrap(),
+            class: Class::Ok,
         }
     }
 

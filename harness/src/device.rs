@@ -6,7 +6,8 @@
 use crate::process::run_logged;
 use crate::Paths;
 use anyhow::{bail, Context, Result};
-use serde::Deserialize;
+use qemu_device::control::{Outcome, Request};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -22,18 +23,8 @@ pub fn deleted(event: &serde_json::Value) -> bool {
     event["event"] == "DEVICE_DELETED" && event["data"]["device"] == QEMU_ID
 }
 
-/// One entry of the device's access log.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
-pub struct Access {
-    pub seq: u64,
-    pub time_ns: u64,
-    pub region: String,
-    pub offset: u64,
-    pub size: u32,
-    pub value: Option<u64>,
-    pub kind: String,
-    pub class: String,
-}
+/// The device's access-log entry and its parts: the device model's own types.
+pub use qemu_device::model::{Access, Class, Kind, Region};
 
 /// Builds the server (release: it sits on every trapped guest access).
 pub fn build_server(paths: &Paths) -> Result<PathBuf> {
@@ -92,7 +83,7 @@ impl DeviceServer {
         };
         let deadline = Instant::now() + Duration::from_secs(10);
         // QEMU needs the vfio-user socket, the harness the control socket.
-        while !server.socket.exists() || server.request(json!({"cmd": "ping"})).is_err() {
+        while !server.socket.exists() || server.request(&Request::Ping {}).is_err() {
             if let Some(status) = server.child.try_wait()? {
                 bail!(
                     "the device server exited at start ({status}); see {}",
@@ -125,8 +116,10 @@ impl DeviceServer {
         })
     }
 
-    /// One control request; an error reply becomes an error.
-    pub fn request(&self, req: Value) -> Result<Value> {
+    /// One control request (a [`Request`], or any JSON for requests that
+    /// must be refused); an error reply becomes an error.
+    pub fn request(&self, req: &impl Serialize) -> Result<Value> {
+        let req = serde_json::to_string(req)?;
         let mut s = UnixStream::connect(&self.control)?;
         s.set_read_timeout(Some(Duration::from_secs(10)))?;
         writeln!(s, "{req}")?;
@@ -134,7 +127,9 @@ impl DeviceServer {
         BufReader::new(&s).read_line(&mut line)?;
         let reply: Value =
             serde_json::from_str(&line).with_context(|| format!("device reply {line:?}"))?;
-        if reply["ok"] != json!(true) {
+        let outcome = Outcome::deserialize(&reply)
+            .with_context(|| format!("device reply {line:?} has no ok/error"))?;
+        if !outcome.ok {
             bail!("device refused {req}: {}", reply["error"]);
         }
         Ok(reply)
@@ -187,7 +182,8 @@ pub struct Stopped {
 /// An MMIO access the guest says it made: `# mmio r|w bar0|bar2 OFFSET SIZE VALUE`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Claimed {
-    pub kind: &'static str,
+    pub kind: Kind,
+    /// As the guest wrote it: a region the device does not have matches nothing.
     pub region: String,
     pub offset: u64,
     pub size: u32,
@@ -198,7 +194,7 @@ impl Claimed {
     /// Whether `a` is this access: same kind, place, size and value.
     pub fn is(&self, a: &Access) -> bool {
         a.kind == self.kind
-            && a.region == self.region
+            && a.region.name() == self.region
             && a.offset == self.offset
             && a.size == self.size
             && a.value == Some(self.value)
@@ -215,8 +211,8 @@ fn number(s: &str) -> Option<u64> {
 pub fn parse_claim(line: &str) -> Option<Claimed> {
     let mut w = line.trim_end().strip_prefix("# mmio ")?.split_whitespace();
     let kind = match w.next()? {
-        "r" => "read",
-        "w" => "write",
+        "r" => Kind::Read,
+        "w" => Kind::Write,
         _ => return None,
     };
     Some(Claimed {
@@ -238,7 +234,7 @@ mod tests {
         assert_eq!(
             c,
             Claimed {
-                kind: "write",
+                kind: Kind::Write,
                 region: "bar0".into(),
                 offset: 8,
                 size: 4,

@@ -275,7 +275,7 @@ mod tests {
         assert_eq!(b.probe_claims.len(), 1);
         assert_eq!(
             (b.later_claims[0].kind, b.later_claims[0].offset),
-            ("write", 0x50)
+            (crate::device::Kind::Write, 0x50)
         );
         assert!(b.probed);
         assert_eq!(b.worker_reads, Some(2));

@@ -425,6 +425,7 @@ fn judge_kunit(c: &Console) -> Judgement {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::device::{Class, Region};
     use crate::scenario::*;
     use std::os::unix::process::ExitStatusExt;
     use std::time::Duration;
@@ -657,12 +658,12 @@ mod tests {
         Access {
             seq,
             time_ns: seq,
-            region: "bar0".into(),
+            region: Region::Bar0,
             offset,
             size: 4,
             value: Some(value),
-            kind: kind.into(),
-            class: "ok".into(),
+            kind: kind.parse().unwrap(),
+            class: Class::Ok,
         }
     }
 

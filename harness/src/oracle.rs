@@ -11,7 +11,7 @@
 use crate::accounting::{self, Accounted};
 use crate::arch::Arch;
 use crate::console;
-use crate::device::Access;
+use crate::device::{Access, Class, Kind, Region};
 use crate::driver::Actor;
 use crate::process::run_logged;
 use crate::Paths;
@@ -86,7 +86,7 @@ pub struct Seen {
     pub vaddr: u64,
     pub addr: u64,
     pub size: u32,
-    pub kind: String,
+    pub kind: Kind,
     pub value: u64,
     pub io: bool,
 }
@@ -140,7 +140,7 @@ impl Log {
 /// One of our device's BARs as the kernel placed it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Bar {
-    pub region: String,
+    pub region: Region,
     pub start: u64,
     pub end: u64,
 }
@@ -168,8 +168,13 @@ pub fn bars(lines: &[String]) -> Vec<Bar> {
         let (Some(start), Some(last)) = (num(a), num(b)) else {
             continue;
         };
+        let region = match n {
+            "0" => Region::Bar0,
+            "2" => Region::Bar2,
+            _ => continue,
+        };
         let bar = Bar {
-            region: format!("bar{n}"),
+            region,
             start,
             end: last + 1,
         };
@@ -189,12 +194,13 @@ pub fn to_device(seen: &[Seen], bars: &[Bar]) -> Vec<Access> {
             Some(Access {
                 seq: s.seq,
                 time_ns: 0,
-                region: b.region.clone(),
+                region: b.region,
                 offset: s.addr - b.start,
                 size: s.size,
                 value: Some(s.value),
-                kind: s.kind.clone(),
-                class: "oracle".into(),
+                kind: s.kind,
+                // The plugin does not classify; nothing reads an oracle entry's class.
+                class: Class::Ok,
             })
         })
         .collect()
@@ -239,7 +245,7 @@ pub fn judge(
     for d in devices
         .iter()
         .flat_map(|l| l.iter())
-        .filter(|a| a.region != "config")
+        .filter(|a| a.region != Region::Config)
     {
         match left.iter().position(|o| same(d, o)) {
             Some(i) => {

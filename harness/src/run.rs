@@ -408,8 +408,8 @@ fn device_request(
     json: &str,
     must_refuse: bool,
 ) -> (String, Option<String>) {
-    let reply = match (server, serde_json::from_str(json)) {
-        (Some(server), Ok(req)) => server.request(req).map(|r| r.to_string()),
+    let reply = match (server, serde_json::from_str::<serde_json::Value>(json)) {
+        (Some(server), Ok(req)) => server.request(&req).map(|r| r.to_string()),
         (None, _) => Err(anyhow::anyhow!("no device attached")),
         (_, Err(e)) => Err(anyhow::anyhow!("not JSON: {e}")),
     };

@@ -49,7 +49,7 @@ fn seen(seq: u64, addr: u64, value: u64, kind: &str) -> Seen {
         vaddr: 0xffff_c900_0000_0000 + (addr & 0xfff),
         addr,
         size: 4,
-        kind: kind.into(),
+        kind: kind.parse().unwrap(),
         value,
         io: true,
     }
@@ -77,7 +77,7 @@ fn device_log() -> Vec<Access> {
         .enumerate()
         .map(|(i, mut a)| {
             a.seq = i as u64 + 1;
-            a.class = "ok".into();
+            a.class = Class::Ok;
             a
         })
         .collect()
@@ -102,7 +102,10 @@ fn learns_every_place_the_kernel_put_our_bars() {
     .map(|s| s.to_string())
     .collect();
     let b = bars(&lines);
-    let show: Vec<(&str, u64, u64)> = b.iter().map(|b| (&b.region[..], b.start, b.end)).collect();
+    let show: Vec<(&str, u64, u64)> = b
+        .iter()
+        .map(|b| (b.region.name(), b.start, b.end))
+        .collect();
     assert_eq!(
         show,
         [

@@ -44,7 +44,7 @@ pub enum Class {
 }
 
 /// The names below are the ones the access log's JSON uses (serde's `snake_case`), for messages
-/// that quote an access; a test holds the two together.
+/// that quote an access and for parsing; a test holds the two together.
 macro_rules! names {
     ($ty:ident { $($variant:ident => $name:literal),* $(,)? }) => {
         impl $ty {
@@ -59,6 +59,21 @@ macro_rules! names {
         impl std::fmt::Display for $ty {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str(self.name())
+            }
+        }
+
+        impl std::str::FromStr for $ty {
+            type Err = String;
+
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s {
+                    $($name => Ok($ty::$variant),)*
+                    _ => Err(format!(
+                        "{s:?} is no {}; one of: {}",
+                        stringify!($ty),
+                        [$($name),*].join(", ")
+                    )),
+                }
             }
         }
     };

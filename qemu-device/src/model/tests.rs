@@ -582,5 +582,9 @@ fn display_names_are_the_log_names() {
     ];
     for c in classes {
         assert_eq!(c.to_string(), json(serde_json::to_value(c).unwrap()));
+        assert_eq!(c.to_string().parse(), Result::<Class, String>::Ok(c));
     }
+    assert_eq!("bar2".parse(), Result::<Region, String>::Ok(Region::Bar2));
+    let e = "bar1".parse::<Region>().unwrap_err();
+    assert_eq!(e, r#""bar1" is no Region; one of: config, bar0, bar2"#);
 }
