@@ -297,12 +297,30 @@ mod tests {
             "{e}"
         );
 
+        // A tree of its own: REGISTERS.md with only the markers, the rest missing.
         let dir = std::env::temp_dir().join(format!("regmap-drift-{}", std::process::id()));
         for f in [DRIVER_REGS, SHELL_REGS, REGISTERS_MD] {
             std::fs::create_dir_all(dir.join(f).parent().unwrap()).unwrap();
-            std::fs::copy(root().join(f), dir.join(f)).unwrap();
         }
+        let md: String = ["registers", "opcodes", "errors"]
+            .iter()
+            .map(|n| format!("## {n}\n\n{}\n{}\n\n", begin_marker(n), end_marker(n)))
+            .collect();
+        std::fs::write(dir.join(REGISTERS_MD), &md).unwrap();
+        let d = drift(&dir).unwrap();
+        assert!(
+            d[0].starts_with("guest-kernel/driver/regs.rs is missing"),
+            "{d:?}"
+        );
+        assert_eq!(d.len(), 3, "{d:?}");
+        assert_eq!(
+            write(&dir).unwrap(),
+            vec![DRIVER_REGS, SHELL_REGS, REGISTERS_MD]
+        );
         assert_eq!(drift(&dir).unwrap(), Vec::<String>::new());
+        let md = std::fs::read_to_string(dir.join(REGISTERS_MD)).unwrap();
+        assert!(md.starts_with("## registers\n\n<!-- regmap:registers begin"));
+        assert!(md.contains("| 0x014 | STATUS | RO | `0` |"), "{md}");
         let sh = std::fs::read_to_string(dir.join(SHELL_REGS)).unwrap();
         std::fs::write(
             dir.join(SHELL_REGS),
