@@ -51,7 +51,10 @@ struct Expect {
 kernel::pci_device_table!(
     IDS,
     Expect,
-    [(pci::DeviceId::from_id(VENDOR_ID, DEVICE_ID), Expect { major: 1 }),]
+    [(
+        pci::DeviceId::from_id(VENDOR_ID, DEVICE_ID),
+        Expect { major: 1 }
+    ),]
 );
 
 /// Reads a register and reports the access as `# mmio r bar0 OFFSET 4 VALUE`, both under the
@@ -225,7 +228,8 @@ fn selftest(sh: &Shared, pdev: &pci::Device, io: &Regs) -> Result {
     step(pdev, "invert", ok, format_args!("{}", o.detail(want)))?;
 
     let o = operate(sh, pdev, io, 0x63, 0, 0, 0);
-    let refused = o.status & STATUS_ERROR != 0 && (o.status >> STATUS_CODE_SHIFT) & STATUS_CODE_MASK == ERR_BAD_OPCODE;
+    let refused = o.status & STATUS_ERROR != 0
+        && (o.status >> STATUS_CODE_SHIFT) & STATUS_CODE_MASK == ERR_BAD_OPCODE;
     step(
         pdev,
         "bad_opcode",
