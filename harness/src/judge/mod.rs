@@ -2,18 +2,21 @@
 //! besides the runner's KTAP, the kernel's own lines, the absence of any
 //! splat and a clean poweroff all have to agree.
 
-use crate::accounting::{self, Accounted};
-use crate::console::{self, Splat};
-use crate::device::{self, Access, Stopped};
-use crate::driver;
-use crate::figures::GuestFigures;
+pub mod accounting;
+pub mod driver;
+pub mod ktap;
+pub mod kunit;
+pub mod oracle;
+
+use crate::bench::figures::GuestFigures;
+use crate::guest::console::{self, Splat};
+use crate::guest::device::{self, Access, Stopped};
+use crate::guest::qemu::Console;
 use crate::guest::{self, GuestRequest, HostAction, DONE, SETTLED};
-use crate::ktap::{self, Line};
-use crate::kunit;
-use crate::oracle;
-use crate::qemu::Console;
-use crate::report::{Timings, Verdict};
-use crate::scenario::{Check, DriverExpect, Scenario, WorkerStop, STORM_IRQS};
+use crate::run::report::{Timings, Verdict};
+use crate::run::scenario::{Check, DriverExpect, Scenario, WorkerStop, STORM_IRQS};
+use accounting::Accounted;
+use ktap::Line;
 use serde::Serialize;
 
 /// Software interrupts each probe's self-test raises (`step irq`).
@@ -109,7 +112,7 @@ pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
             ),
         );
     }
-    let asked = guest::requests(&c.lines)
+    let asked = guest::requests::in_console(&c.lines)
         .filter(|r| *r == Ok(GuestRequest::Host(HostAction::Unplug)))
         .count();
     let deleted = c.events.iter().filter(|e| device::deleted(e)).count();
@@ -486,7 +489,7 @@ mod tests {
     fn judged(want: &DriverExpect, c: &Console, device: &[Stopped]) -> Result<String, String> {
         judge_driver(want, c, device).map(|(summary, _)| summary)
     }
-    use crate::scenario::*;
+    use crate::run::scenario::*;
     use std::os::unix::process::ExitStatusExt;
     use std::time::Duration;
 

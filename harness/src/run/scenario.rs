@@ -4,14 +4,14 @@
 //! against it.
 
 use crate::arch::Arch;
-use crate::console::Splat;
+use crate::guest::console::Splat;
 use crate::judge::Cause;
 use std::time::Duration;
 
 /// One scenario's guest script, `images/scenarios/NAME.sh`, built in.
 macro_rules! script {
     ($name:literal) => {
-        include_str!(concat!("../../images/scenarios/", $name, ".sh"))
+        include_str!(concat!("../../../images/scenarios/", $name, ".sh"))
     };
 }
 

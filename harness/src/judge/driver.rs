@@ -2,8 +2,8 @@
 //! line format of guest-kernel/driver/README.md, and the checks that hold
 //! it against the device's access log.
 
-use crate::console::{strip_timestamp, timestamp};
-use crate::device::{self, Claimed};
+use crate::guest::console::{strip_timestamp, timestamp};
+use crate::guest::device::{self, Claimed};
 
 /// The driver's lines, in console order.
 #[derive(Debug, Default)]

@@ -2,7 +2,7 @@
 //! scenario's script (from the catalog), and the kernel modules under test,
 //! written with our own cpio writer.
 
-use crate::cpio::Archive;
+use crate::guest::cpio::Archive;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 

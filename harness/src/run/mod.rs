@@ -2,23 +2,26 @@
 //! the workspace's unit tests and then every chosen scenario on every chosen
 //! arch, writing report.json and junit.xml into a fresh run folder.
 
+pub mod report;
+pub mod scenario;
+
 use crate::arch::Arch;
-use crate::console;
-use crate::device::{self, DeviceServer, Stopped};
-use crate::driver;
+use crate::guest::console;
+use crate::guest::device::{self, DeviceServer, Stopped};
+use crate::guest::image;
+use crate::guest::qemu;
+use crate::guest::qemu::{Console, Guest};
+use crate::guest::qmp::Qmp;
 use crate::guest::{GuestRequest, HostAction};
-use crate::image;
+use crate::host::provision::{self, Toolchain};
+use crate::judge::driver;
 use crate::judge::{self, Judgement};
+use crate::kernel::modcheck;
 use crate::kernel::{self, Flavor, Kernel};
-use crate::modcheck;
-use crate::provision::{self, Toolchain};
-use crate::qemu;
-use crate::qemu::{Console, Guest};
-use crate::qmp::Qmp;
-use crate::report::{self, Outcome, Timings, Verdict};
-use crate::scenario::{self, Check, Scenario};
 use crate::Paths;
 use anyhow::{bail, Context, Result};
+use report::{Outcome, Timings, Verdict};
+use scenario::{Check, Scenario};
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -217,11 +220,11 @@ impl Rig<'_> {
         let oracle = self
             .oracle
             .filter(|_| s.machine.has_device() && !matches!(s.check, Check::Bench));
-        let oracle_log = dir.join(crate::oracle::LOG);
+        let oracle_log = dir.join(crate::judge::oracle::LOG);
         if let Some(so) = oracle {
             g.extra_args.extend([
                 "-plugin".into(),
-                crate::oracle::plugin_arg(so, g.arch, &oracle_log),
+                crate::judge::oracle::plugin_arg(so, g.arch, &oracle_log),
             ]);
         }
         let mut actions = std::fs::File::create(dir.join("host-actions.log"))?;
@@ -272,14 +275,14 @@ impl Rig<'_> {
         }
         let mut console = console.map_err(|e| {
             let stderr = std::fs::read_to_string(dir.join("qemu-stderr.log")).unwrap_or_default();
-            match (oracle, crate::oracle::refused(&stderr)) {
+            match (oracle, crate::judge::oracle::refused(&stderr)) {
                 (Some(_), Some(why)) => anyhow::anyhow!("{why}"),
                 _ => e,
             }
         })?;
         console.host_failures = failures;
         if oracle.is_some() {
-            console.oracle = Some(crate::oracle::Log::read(&oracle_log));
+            console.oracle = Some(crate::judge::oracle::Log::read(&oracle_log));
         }
         Ok((console, stopped, timings))
     }
@@ -584,7 +587,7 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
     // PCI_RIG_ORACLE=off boots without the plugin (to measure what it costs).
     let oracle_off = std::env::var("PCI_RIG_ORACLE").is_ok_and(|v| v == "off");
     let oracle_so = match device_bin {
-        Some(_) if !oracle_off => Some(crate::oracle::build_plugin(paths)?),
+        Some(_) if !oracle_off => Some(crate::judge::oracle::build_plugin(paths)?),
         _ => None,
     };
     let with_driver = opts.scenarios.iter().any(|s| s.needs_driver());

@@ -2,8 +2,8 @@
 //! kernel-crate module for the doc examples (`rust_doctest_kernel_<module>_rs_<n>`);
 //! and the rules a KUnit boot is judged by (`judge`).
 
-use crate::console::{strip_timestamp, timestamp};
-use crate::ktap::{self, Line, TestResult};
+use crate::guest::console::{strip_timestamp, timestamp};
+use crate::judge::ktap::{self, Line, TestResult};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Default)]

@@ -14,20 +14,23 @@
 //! [`ORACLE_SCENARIO`] with and without the plugin (`PCI_RIG_ORACLE=off`),
 //! `--guest-runs` of each per arch, taken in turns.
 
+pub mod figures;
+pub mod svg;
+
 use crate::arch::Arch;
-use crate::figures::{self, median, GuestFigures, Mmio, KS};
 use crate::kernel::Flavor;
-use crate::report::Verdict;
+use crate::run::report::Verdict;
+use crate::run::scenario;
 use crate::run::{self, TestOptions};
-use crate::scenario;
-use crate::svg::{self, Bar, Panel};
 use crate::Paths;
 use anyhow::{bail, Context, Result};
+use figures::{median, GuestFigures, Mmio, KS};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
+use svg::{Bar, Panel};
 
 /// The goals the figures are reported against.
 pub const GOAL_DEVRES_RATIO: f64 = 1.05;
@@ -971,7 +974,7 @@ fn oracle_panel(costs: &[OracleCost]) -> Panel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::figures::{IrqTrip, RevokeEach, Unbind};
+    use figures::{IrqTrip, RevokeEach, Unbind};
 
     fn boot(raw: i64, devres: i64, total_ms: i64) -> GuestFigures {
         let mmio = |device: &str, scale: i64| Mmio {

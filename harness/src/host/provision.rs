@@ -4,9 +4,9 @@
 //! Every step first looks for what is already there, so running it twice
 //! does nothing the second time.
 
-use crate::apt::{self, PrivateApt};
 use crate::arch::Arch;
-use crate::process::{is_root, on_path, run, run_logged};
+use crate::host::apt::{self, PrivateApt};
+use crate::host::process::{is_root, on_path, run, run_logged};
 use crate::Paths;
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;

@@ -12,8 +12,8 @@
 //! accesses=N`); a binding still open when the guest powered off may read
 //! any number.
 
-use crate::device::{Access, Claimed};
-use crate::driver::{Actor, Binding};
+use crate::guest::device::{Access, Claimed};
+use crate::judge::driver::{Actor, Binding};
 
 /// The register the worker reads (MAGIC).
 const WORKER_READS: u64 = 0x0;
@@ -214,7 +214,7 @@ pub fn account(history: &[Actor], servers: &[&[Access]]) -> Result<Accounted, St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::history;
+    use crate::judge::driver::history;
 
     fn access(seq: u64, region: &str, offset: u64, value: u64, kind: &str) -> Access {
         Access {
