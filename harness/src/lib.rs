@@ -11,6 +11,7 @@ pub mod console;
 pub mod cpio;
 pub mod device;
 pub mod driver;
+pub mod dt;
 pub mod figures;
 pub mod image;
 pub mod kconfig;

@@ -143,6 +143,12 @@ pub enum Kind {
     /// The runner's KTAP, and every figure `pci_rig_bench` promises
     /// (`figures::GuestFigures`); their summary goes into the note.
     Bench,
+    /// The runner's KTAP and `pcirig_platform`'s lines (`dt::judge_platform`);
+    /// booted with an edited device tree (`dt`).
+    Platform,
+    /// The runner's KTAP and `rcpufreq_dt`'s and the clock's lines
+    /// (`dt::judge_cpufreq`); booted with an edited device tree (`dt`).
+    Cpufreq,
 }
 
 pub const BOOT: Scenario = Scenario {
@@ -462,8 +468,33 @@ pub const ALL: &[&Scenario] = &[
     &SURPRISE_ACPI,
     &AER,
     &BENCH,
+    &PLATFORM,
+    &CPUFREQ,
     &HARNESS_SELFTEST,
 ];
+
+/// Device-tree machines only: x86_64's q35 describes its devices in ACPI,
+/// so it has no device tree to add a node to (`dt`).
+const DT_ARCHES: &[Arch] = &[Arch::Arm64, Arch::Riscv64];
+
+/// A platform driver bound by device-tree `compatible` (issue 17).
+pub const PLATFORM: Scenario = Scenario {
+    name: "platform",
+    about: "pcirig_platform binds a device-tree node by compatible, maps its MMIO window (Devres<IoMem>), unbind, bind again, rmmod",
+    kind: Kind::Platform,
+    only_on: DT_ARCHES,
+    ..Scenario::plain("platform", Duration::from_secs(120))
+};
+
+/// A Rust cpufreq-dt driver on the platform bus, with a settable clock and
+/// an OPP table in the device tree (issue 17).
+pub const CPUFREQ: Scenario = Scenario {
+    name: "cpufreq",
+    about: "rcpufreq_dt: the policy lists the OPP table, each frequency set through the userspace governor reaches scaling_cur_freq and the clock, rmmod unregisters",
+    kind: Kind::Cpufreq,
+    only_on: DT_ARCHES,
+    ..Scenario::plain("cpufreq", Duration::from_secs(120))
+};
 
 pub const AER: Scenario = Scenario {
     kernel_lines: &[
@@ -675,6 +706,16 @@ pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
             Ok(g) => backed.push_str(&format!("; {}", g.summary())),
             Err(e) => return Judgement::fail(Cause::Checks, e),
         }
+    }
+    let platform = match s.kind {
+        Kind::Platform => Some(crate::dt::judge_platform(&text)),
+        Kind::Cpufreq => Some(crate::dt::judge_cpufreq(&text)),
+        _ => None,
+    };
+    match platform {
+        Some(Ok(summary)) => backed.push_str(&summary),
+        Some(Err(e)) => return Judgement::fail(Cause::Checks, e),
+        None => {}
     }
     let mut timings = Timings::new();
     if let Some(want) = s.driver {

@@ -524,8 +524,14 @@ impl<T: Driver> Adapter<T> {
         }
         // SAFETY: As for `init_callback`.
         let p = unsafe { Policy::from_raw(policy) };
-        let Kept { data, .. } = *kept;
+        let Kept {
+            data,
+            freq_table,
+            _clk: clk,
+        } = KBox::into_inner(kept);
         T::exit(p, data);
+        drop(freq_table);
+        drop(clk);
     }
 
     extern "C" fn target_index_callback(
