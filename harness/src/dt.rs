@@ -98,8 +98,7 @@ pub fn fragment(edit: Edit, nodes: &Nodes) -> Result<String> {
     let mut s = String::from("\n// Added by pci-rig (harness/src/dt.rs).\n");
     match edit {
         Edit::Platform => {
-            // The last transport: the first ones are where QEMU would put a
-            // virtio device if one were attached.
+            // Any transport will do: these boots attach no virtio device.
             let Some(node) = nodes.virtio_mmio.last() else {
                 bail!("QEMU's device tree has no virtio_mmio node to turn into the platform demo node");
             };

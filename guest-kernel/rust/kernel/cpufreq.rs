@@ -388,7 +388,8 @@ pub struct PolicySetup<D> {
 ///     type Data = ();
 ///
 ///     fn init(policy: &mut Policy) -> Result<PolicySetup<()>> {
-///         let clk = Clk::get(&policy.cpu_device()?, None)?;
+///         let cpu_dev = policy.cpu_device()?;
+///         let clk = Clk::get(&cpu_dev, None)?;
 ///         let khz = clk.rate().as_khz();
 ///         Ok(PolicySetup { freq_table: FreqTable::new(&[khz])?, clk, data: () })
 ///     }

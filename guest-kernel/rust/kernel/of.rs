@@ -80,6 +80,10 @@ unsafe impl RawDeviceId for DeviceId {
     const DRIVER_DATA_OFFSET: usize = core::mem::offset_of!(bindings::of_device_id, data);
 }
 
+// SAFETY: The only pointer inside, `data`, holds an index (see `RawDeviceId`) and is never
+// dereferenced; the rest is plain bytes. Tables of ids live in `static`s.
+unsafe impl Sync for DeviceId {}
+
 /// An OF match table with info of type `U` per entry.
 pub type IdTable<U> = crate::device_id::IdTable<DeviceId, U>;
 

@@ -142,7 +142,8 @@ impl Table {
     /// ```
     /// use kernel::{cpufreq::Policy, opp::Table};
     /// fn for_policy(policy: &Policy) -> Result<Table> {
-    ///     Table::from_of_cpus(&policy.cpu_device()?, policy.cpus())
+    ///     let cpu_dev = policy.cpu_device()?;
+///     Table::from_of_cpus(&cpu_dev, policy.cpus())
     /// }
     /// ```
     pub fn from_of_cpus(dev: &Device, cpus: &Cpumask) -> Result<Self> {

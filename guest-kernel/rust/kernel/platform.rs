@@ -458,6 +458,8 @@ pub struct IoMem<const SIZE: usize = 0> {
 }
 
 impl<const SIZE: usize> IoMem<SIZE> {
+    // `resource_size_t` is `u64` or, on some 32-bit configurations, `u32`.
+    #[allow(clippy::useless_conversion)]
     fn new(start: u64, len: u64, name: &'static CStr) -> Result<Self> {
         let size = usize::try_from(len).map_err(|_| EINVAL)?;
         if size < SIZE {
