@@ -70,9 +70,7 @@ impl platform::Driver for PcirigPlatform {
 
     fn remove(pdev: &platform::Device<platform::Core>, regs: &Self::Data) {
         // The binding has not ended yet: the mapping is still there.
-        let magic = regs
-            .access(pdev.as_ref())
-            .map_or(0, |io| io.readl(MAGIC));
+        let magic = regs.access(pdev.as_ref()).map_or(0, |io| io.readl(MAGIC));
         dev_info!(pdev, "event remove magic={:#x}\n", magic);
     }
 }

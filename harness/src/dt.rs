@@ -163,7 +163,12 @@ pub fn prepare(qemu: &Qemu, arch: Arch, dir: &Path, edit: Edit) -> Result<PathBu
     run_logged(&mut dump, &dir.join("dt-dump.log"))
         .context("asking QEMU for its device tree (-machine dumpdtb)")?;
     let qemu_dts = dir.join("qemu.dts");
-    dtc(&["-I", "dtb", "-O", "dts", "-o"], &qemu_dts, &qemu_dtb, &log)?;
+    dtc(
+        &["-I", "dtb", "-O", "dts", "-o"],
+        &qemu_dts,
+        &qemu_dtb,
+        &log,
+    )?;
     let source = std::fs::read_to_string(&qemu_dts)?;
     let ours = dir.join("pcirig.dts");
     std::fs::write(
@@ -171,7 +176,12 @@ pub fn prepare(qemu: &Qemu, arch: Arch, dir: &Path, edit: Edit) -> Result<PathBu
         format!("{source}{}", fragment(edit, &nodes(&source))?),
     )?;
     let dtb = dir.join("pcirig.dtb");
-    dtc(&["-I", "dts", "-O", "dtb", "-o"], &dtb, &ours, &dir.join("dt-build.log"))?;
+    dtc(
+        &["-I", "dts", "-O", "dtb", "-o"],
+        &dtb,
+        &ours,
+        &dir.join("dt-build.log"),
+    )?;
     Ok(dtb)
 }
 
@@ -239,7 +249,9 @@ pub fn judge_cpufreq(text: &[&str]) -> Result<String, String> {
         .join(", ");
     let init = format!("opps=[{list}] kHz");
     let Some(init_line) = with(text, "rcpufreq-dt: init policy").next() else {
-        return Err("rcpufreq-dt never set a policy up (no `rcpufreq-dt: init policy` line)".into());
+        return Err(
+            "rcpufreq-dt never set a policy up (no `rcpufreq-dt: init policy` line)".into(),
+        );
     };
     if !init_line.contains(&init) {
         return Err(format!(
@@ -359,7 +371,9 @@ mod tests {
         let mut from = 1_000_000_000;
         for (i, khz) in OPP_KHZ.iter().enumerate() {
             let hz = khz * 1000;
-            v.push(format!("pcirig-virt-clk pcirig-cpu-clock: rate {from} -> {hz} Hz"));
+            v.push(format!(
+                "pcirig-virt-clk pcirig-cpu-clock: rate {from} -> {hz} Hz"
+            ));
             v.push(format!("cpu cpu0: rcpufreq-dt: target_index policy cpu0 index={i} freq={khz} kHz clock={hz} Hz"));
             from = hz;
         }
@@ -380,21 +394,43 @@ mod tests {
         // A frequency that never reached the clock.
         let v: Vec<String> = good
             .iter()
-            .map(|l| l.replace("freq=500000 kHz clock=500000000 Hz", "freq=500000 kHz clock=1000000000 Hz"))
+            .map(|l| {
+                l.replace(
+                    "freq=500000 kHz clock=500000000 Hz",
+                    "freq=500000 kHz clock=1000000000 Hz",
+                )
+            })
             .collect();
         let e = judge_lines(&v).unwrap_err();
         assert!(e.contains("500000 kHz never reached the clock"), "{e}");
         // The provider did not log it.
-        let v: Vec<String> = good.iter().filter(|l| !l.ends_with("-> 750000000 Hz")).cloned().collect();
-        assert!(judge_lines(&v).unwrap_err().contains("never logged a change to 750000000 Hz"));
+        let v: Vec<String> = good
+            .iter()
+            .filter(|l| !l.ends_with("-> 750000000 Hz"))
+            .cloned()
+            .collect();
+        assert!(judge_lines(&v)
+            .unwrap_err()
+            .contains("never logged a change to 750000000 Hz"));
         // A table other than the DT's.
-        let v: Vec<String> = good.iter().map(|l| l.replace("opps=[250000, ", "opps=[")).collect();
-        assert!(judge_lines(&v).unwrap_err().contains("does not list the OPP table"));
+        let v: Vec<String> = good
+            .iter()
+            .map(|l| l.replace("opps=[250000, ", "opps=["))
+            .collect();
+        assert!(judge_lines(&v)
+            .unwrap_err()
+            .contains("does not list the OPP table"));
         // One policy per CPU instead of a shared one.
         let v: Vec<String> = good.iter().map(|l| l.replace("cpus=2", "cpus=1")).collect();
-        assert!(judge_lines(&v).unwrap_err().contains("one policy for both CPUs"));
+        assert!(judge_lines(&v)
+            .unwrap_err()
+            .contains("one policy for both CPUs"));
         // rmmod did not end the policy.
-        let v: Vec<String> = good.iter().filter(|l| !l.contains("exit policy")).cloned().collect();
+        let v: Vec<String> = good
+            .iter()
+            .filter(|l| !l.contains("exit policy"))
+            .cloned()
+            .collect();
         assert!(judge_lines(&v).unwrap_err().contains("0 exit line(s)"));
     }
 }

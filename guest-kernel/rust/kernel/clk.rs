@@ -111,7 +111,9 @@ impl Clk {
         let clk = from_err_ptr(unsafe { bindings::clk_get(dev.as_raw(), con_id) })?;
         // INVARIANT: `clk_get` succeeded; it returns null only for the optional "no clock",
         // which plain `clk_get` does not.
-        NonNull::new(clk).map(Self).ok_or(crate::error::code::ENOENT)
+        NonNull::new(clk)
+            .map(Self)
+            .ok_or(crate::error::code::ENOENT)
     }
 
     /// The clock's current rate (0 if the framework does not know it).
@@ -161,7 +163,9 @@ impl Clk {
         let rounded = unsafe { bindings::clk_round_rate(self.0.as_ptr(), rate) };
         if rounded < 0 {
             // A negative errno: in range for `c_int`.
-            return Err(crate::error::Error::from_errno(rounded as crate::ffi::c_int));
+            return Err(crate::error::Error::from_errno(
+                rounded as crate::ffi::c_int,
+            ));
         }
         // Not negative: lossless.
         Ok(Hertz(rounded as u64))

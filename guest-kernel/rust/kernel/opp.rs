@@ -143,7 +143,7 @@ impl Table {
     /// use kernel::{cpufreq::Policy, opp::Table};
     /// fn for_policy(policy: &Policy) -> Result<Table> {
     ///     let cpu_dev = policy.cpu_device()?;
-///     Table::from_of_cpus(&cpu_dev, policy.cpus())
+    ///     Table::from_of_cpus(&cpu_dev, policy.cpus())
     /// }
     /// ```
     pub fn from_of_cpus(dev: &Device, cpus: &Cpumask) -> Result<Self> {

@@ -176,9 +176,8 @@ impl<T: Driver + 'static> Adapter<T> {
         let table = T::OF_ID_TABLE;
         // SAFETY: The table is a sentinel-terminated array of `of_device_id` (`of::DeviceId` is
         // transparent) and `pdev` a valid device; the result is null or points into the table.
-        let id = unsafe {
-            bindings::of_match_device(table.as_ptr().cast(), pdev.as_ref().as_raw())
-        };
+        let id =
+            unsafe { bindings::of_match_device(table.as_ptr().cast(), pdev.as_ref().as_raw()) };
         table.info(table.index_of(id.cast())?)
     }
 
@@ -263,10 +262,7 @@ macro_rules! module_platform_driver {
 /// }
 /// ```
 #[repr(transparent)]
-pub struct Device<Ctx: DeviceContext = Normal>(
-    Opaque<bindings::platform_device>,
-    PhantomData<Ctx>,
-);
+pub struct Device<Ctx: DeviceContext = Normal>(Opaque<bindings::platform_device>, PhantomData<Ctx>);
 
 // SAFETY: A `struct platform_device` may be used and released from any thread.
 unsafe impl Send for Device {}
