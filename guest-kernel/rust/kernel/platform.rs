@@ -189,20 +189,14 @@ impl<T: Driver + 'static> Adapter<T> {
         let Some(info) = Self::id_info(dev) else {
             return ENODEV.to_errno();
         };
-        if let Err(err) = crate::devres::binding_begin(dev.as_ref()) {
-            return err.to_errno();
-        }
-        match T::probe(dev, info) {
+        match crate::devres::probe_in_binding(dev.as_ref(), || T::probe(dev, info)) {
             Ok(data) => {
                 // SAFETY: `pdev` is valid; drvdata is ours while bound and is taken back in
                 // `remove_callback`.
-                unsafe { bindings::platform_set_drvdata(pdev, data.into_foreign().cast_mut()) };
+                unsafe { bindings::platform_set_drvdata(pdev, data.cast_mut()) };
                 0
             }
-            Err(err) => {
-                crate::devres::binding_end(dev.as_ref());
-                err.to_errno()
-            }
+            Err(errno) => errno,
         }
     }
 
@@ -211,12 +205,14 @@ impl<T: Driver + 'static> Adapter<T> {
         // its device lock; the binding ends only below, after the reference's last use.
         let dev = unsafe { Device::<Core>::from_raw(pdev) };
         // SAFETY: `pdev` is valid; `probe_callback` succeeded (else there is no remove), so
-        // drvdata holds the `T::Data` it stored with `into_foreign`, taken back only here.
-        let data = unsafe { T::Data::from_foreign(bindings::platform_get_drvdata(pdev)) };
-        T::remove(dev, &data);
-        drop(data);
-        // One grace period for all `Devres` of this binding; their release functions follow.
-        crate::devres::binding_end(dev.as_ref());
+        // drvdata holds what `probe_in_binding` returned for this binding, taken back only here.
+        unsafe {
+            crate::devres::remove_binding::<T::Data>(
+                dev.as_ref(),
+                bindings::platform_get_drvdata(pdev),
+                |data| T::remove(dev, data),
+            )
+        };
     }
 }
 
