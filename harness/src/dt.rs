@@ -45,17 +45,6 @@ pub enum Edit {
     Cpufreq,
 }
 
-impl Edit {
-    /// The edit a scenario boots with, if any.
-    pub fn for_scenario(name: &str) -> Option<Edit> {
-        match name {
-            "platform" => Some(Edit::Platform),
-            "cpufreq" => Some(Edit::Cpufreq),
-            _ => None,
-        }
-    }
-}
-
 /// The nodes of a device-tree source that the edits refer to.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Nodes {
