@@ -322,7 +322,11 @@ impl Rig<'_> {
             let on: Vec<&str> = arches.iter().map(|a| a.name()).collect();
             return (
                 Verdict::Skip,
-                format!("{} only; not applicable to {arch}", on.join(", ")),
+                format!(
+                    "{} only; not applicable to {arch}{}",
+                    on.join(", "),
+                    s.machine.skip_reason()
+                ),
                 Timings::new(),
             );
         }

@@ -72,6 +72,17 @@ impl Machine {
         }
     }
 
+    /// Why the machine is not on the other arches, for a skip's note
+    /// (empty, or starting with `: `).
+    pub fn skip_reason(self) -> &'static str {
+        match self {
+            Machine::DeviceTree(_) => {
+                ": x86_64's q35 describes its devices in ACPI, there is no device tree to add the node to"
+            }
+            _ => "",
+        }
+    }
+
     /// QEMU arguments the machine needs on `arch`.
     pub fn qemu_args(self, arch: Arch) -> &'static [&'static str] {
         match (self, arch) {
