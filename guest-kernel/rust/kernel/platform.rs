@@ -281,61 +281,7 @@ unsafe impl crate::types::AlwaysRefCounted for Device {
     }
 }
 
-impl<Ctx: DeviceContext> AsRef<device::Device<Ctx>> for Device<Ctx> {
-    #[inline]
-    fn as_ref(&self) -> &device::Device<Ctx> {
-        // SAFETY: `self` is a valid `platform_device`, whose `dev` is a valid `struct device`
-        // living as long as it, in the same context.
-        unsafe { device::Device::from_raw(core::ptr::addr_of_mut!((*self.as_raw()).dev)) }
-    }
-}
-
-impl Deref for Device<Core> {
-    type Target = Device<Bound>;
-
-    #[inline]
-    fn deref(&self) -> &Device<Bound> {
-        // SAFETY: A `Core` device is bound for the borrow, which is all `Bound` promises.
-        unsafe { Device::from_raw(self.as_raw()) }
-    }
-}
-
-impl Deref for Device<Bound> {
-    type Target = Device;
-
-    #[inline]
-    fn deref(&self) -> &Device {
-        // SAFETY: `Normal` promises only a valid device, which `self` is.
-        unsafe { Device::from_raw(self.as_raw()) }
-    }
-}
-
-/// A reference kept beyond a callback: only [`Normal`].
-impl From<&Device<Core>> for ARef<Device> {
-    fn from(pdev: &Device<Core>) -> Self {
-        ARef::from(&***pdev)
-    }
-}
-
-impl<Ctx: DeviceContext> Device<Ctx> {
-    #[inline]
-    fn as_raw(&self) -> *mut bindings::platform_device {
-        self.0.get()
-    }
-
-    /// Borrows a `struct platform_device` in context `Ctx`.
-    ///
-    /// # Safety
-    ///
-    /// `pdev` must be a valid `struct platform_device` for `'a`, and what `Ctx` promises must
-    /// hold for all of `'a`.
-    #[inline]
-    unsafe fn from_raw<'a>(pdev: *mut bindings::platform_device) -> &'a Self {
-        // SAFETY: `Self` is a transparent wrapper of `struct platform_device` (the `PhantomData`
-        // is a ZST); the caller guarantees validity and the context for `'a`.
-        unsafe { &*pdev.cast() }
-    }
-}
+crate::driver::bus_device_contexts!(Device, bindings::platform_device);
 
 impl Device {
     /// Returns how many resources (memory, interrupts, ...) the device has.
