@@ -4,6 +4,7 @@
 pub mod console;
 pub mod cpio;
 pub mod device;
+pub mod dt;
 pub mod image;
 pub mod qemu;
 pub mod qmp;

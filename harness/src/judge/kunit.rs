@@ -125,6 +125,11 @@ pub const MIN_DOCTESTS: &[(&str, usize)] = &[
     ("driver", 5),
     ("device_id", 13),
     ("sync_rcu", 5),
+    ("of", 4),
+    ("platform", 10),
+    ("clk", 11),
+    ("opp", 13),
+    ("cpufreq", 18),
 ];
 
 /// Judges a KUnit boot: the plan matches the suites seen, every suite ran

@@ -230,6 +230,16 @@ pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
             Err(e) => return Judgement::fail(Cause::Checks, e),
         }
     }
+    let platform = match s.check {
+        Check::Platform => Some(crate::guest::dt::judge_platform(&text)),
+        Check::Cpufreq => Some(crate::guest::dt::judge_cpufreq(&text)),
+        _ => None,
+    };
+    match platform {
+        Some(Ok(summary)) => backed.push_str(&summary),
+        Some(Err(e)) => return Judgement::fail(Cause::Checks, e),
+        None => {}
+    }
     let mut timings = Timings::new();
     if let Some(want) = s.driver() {
         match judge_driver(want, c, device) {

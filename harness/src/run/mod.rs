@@ -44,6 +44,9 @@ pub struct Prepared {
     /// Our driver's module, or why there is none (not asked for, or its
     /// build failed: then only the scenarios that need it fail).
     pub driver: std::result::Result<PathBuf, String>,
+    /// The device-tree machines' platform modules (`guest-kernel/platform`:
+    /// `pcirig_platform`, `rcpufreq_dt`), or why there are none.
+    pub platform: std::result::Result<Vec<PathBuf>, String>,
 }
 
 pub fn setup(paths: &Paths, arches: &[Arch]) -> Result<Toolchain> {
@@ -95,6 +98,11 @@ pub fn prepare(
             eprintln!("build: {arch}: the driver did not build; its scenarios will fail:\n{e}");
         }
     }
+    let platform = platform_modules(tc, &kernel, &paths.root.join("guest-kernel/platform"));
+    match &platform {
+        Ok(kos) => modules.extend(kos.iter().cloned()),
+        Err(e) => eprintln!("build: {arch}: {e}"),
+    }
     drop(lock);
     let initrd = out.join(format!("{arch}-initramfs.cpio"));
     image::build(
@@ -111,7 +119,24 @@ pub fn prepare(
         kernel,
         initrd,
         driver,
+        platform,
     })
+}
+
+/// Builds `guest-kernel/platform` (two modules, one Kbuild) on the
+/// device-tree machines; x86_64 has no device tree for them to bind.
+fn platform_modules(
+    tc: &Toolchain,
+    kernel: &Kernel,
+    dir: &Path,
+) -> std::result::Result<Vec<PathBuf>, String> {
+    if kernel.arch == Arch::X86_64 {
+        return Err("the platform modules are for device-tree machines (arm64, riscv64)".into());
+    }
+    let first = kernel::build_module_copy(tc, kernel, dir, "platform", "pcirig_platform", &[])
+        .map_err(|e| format!("the platform modules did not build; the platform and cpufreq scenarios will fail:\n{e:#}"))?;
+    let second = first.with_file_name("rcpufreq_dt.ko");
+    Ok(vec![first, second])
 }
 
 /// Two runs at once share the cache's build trees: one builds while the
@@ -211,6 +236,11 @@ impl Rig<'_> {
             servers.push(DeviceServer::start(bin, &dir, &sockets)?);
         }
         let mut g = self.guest(s, &dir);
+        if let scenario::Machine::DeviceTree(edit) = s.machine {
+            let dtb = crate::guest::dt::prepare(&self.tc.qemu, g.arch, &dir, edit)?;
+            g.extra_args
+                .extend(["-dtb".into(), dtb.display().to_string()]);
+        }
         if let Some(server) = servers.first() {
             g.extra_args
                 .extend(["-device".into(), server.qemu_device()]);
@@ -295,11 +325,18 @@ impl Rig<'_> {
             let on: Vec<&str> = arches.iter().map(|a| a.name()).collect();
             return Judgement::plain(
                 Verdict::Skip,
-                format!("{} only; not applicable to {arch}", on.join(", ")),
+                format!(
+                    "{} only; not applicable to {arch}{}",
+                    on.join(", "),
+                    s.machine.skip_reason()
+                ),
             );
         }
         if let (true, Err(e)) = (s.needs_driver(), &self.p.driver) {
             return Judgement::plain(Verdict::Fail, format!("the driver did not build: {e}"));
+        }
+        if let (scenario::Machine::DeviceTree(_), Err(e)) = (s.machine, &self.p.platform) {
+            return Judgement::plain(Verdict::Fail, e.clone());
         }
         let plain = |(verdict, reason)| Judgement::plain(verdict, reason);
         let result = match s.check {
