@@ -2,33 +2,13 @@
 //! initramfs, boots guests under QEMU and judges what they print.
 //! `xtask` is only its command line; everything it does lives here.
 
-pub mod accounting;
-pub mod apt;
 pub mod arch;
 pub mod bench;
-pub mod build_errors;
-pub mod console;
-pub mod cpio;
-pub mod device;
-pub mod driver;
-pub mod figures;
 pub mod guest;
-pub mod image;
+pub mod host;
 pub mod judge;
-pub mod kconfig;
 pub mod kernel;
-pub mod ktap;
-pub mod kunit;
-pub mod modcheck;
-pub mod oracle;
-pub mod process;
-pub mod provision;
-pub mod qemu;
-pub mod qmp;
-pub mod report;
 pub mod run;
-pub mod scenario;
-pub mod svg;
 
 use anyhow::{bail, Result};
 use std::path::PathBuf;

@@ -172,6 +172,44 @@ pub(crate) fn binding_end(dev: &Device) {
     }
 }
 
+/// What every bus adapter's probe callback does around the driver's probe: begins a binding of
+/// `dev`, runs `probe`, and returns its data as a foreign pointer for the bus's drvdata, or ends
+/// the binding again (undoing what probe set up) and returns the errno for the C side.
+pub(crate) fn probe_in_binding<D: ForeignOwnable>(
+    dev: &Device,
+    probe: impl FnOnce() -> Result<D>,
+) -> core::result::Result<*const c_void, c_int> {
+    binding_begin(dev).map_err(|e| e.to_errno())?;
+    match probe() {
+        Ok(data) => Ok(data.into_foreign()),
+        Err(err) => {
+            binding_end(dev);
+            Err(err.to_errno())
+        }
+    }
+}
+
+/// What every bus adapter's remove callback does: takes back the driver's data from `drvdata`,
+/// runs `remove` with it, drops it, then ends the binding (one grace period for all of its
+/// [`Devres`]; their release functions follow).
+///
+/// # Safety
+///
+/// `drvdata` must be the pointer [`probe_in_binding`] returned for the current binding of
+/// `dev`, not taken back since.
+pub(crate) unsafe fn remove_binding<D: ForeignOwnable>(
+    dev: &Device,
+    drvdata: *mut c_void,
+    remove: impl FnOnce(&D),
+) {
+    // SAFETY: By the safety requirements `drvdata` came from `D::into_foreign` and is taken back
+    // only here.
+    let data = unsafe { D::from_foreign(drvdata) };
+    remove(&data);
+    drop(data);
+    binding_end(dev);
+}
+
 /// Signals that a [`Devres`] value was dropped, for whichever of its drop and its release did
 /// not drop it itself.
 #[pin_data]

@@ -249,3 +249,83 @@ macro_rules! module_driver {
         }
     };
 }
+
+/// Implements what every bus's device type shares, for `$dev`, a `#[repr(transparent)]` wrapper
+/// `$dev<Ctx>(Opaque<$raw>, PhantomData<Ctx>)` of a C bus device `$raw` that embeds its
+/// `struct device` as `dev`, whose module imports `device`, `Bound`, `Core`, `DeviceContext`,
+/// `ARef` and `Deref`:
+///
+/// - `as_raw` and the unsafe `from_raw` (borrowing a C device in a context);
+/// - `AsRef<device::Device<Ctx>>`, to the embedded `struct device` in the same context;
+/// - `Deref` from `Core` to `Bound` and from `Bound` to `Normal`;
+/// - `From<&$dev<Core>>` and `From<&$dev<Bound>>` for `ARef<$dev>`: a reference kept beyond the
+///   borrow is only `Normal`.
+///
+/// Used by [`pci`](crate::pci) and [`platform`](crate::platform).
+macro_rules! bus_device_contexts {
+    ($dev:ident, $raw:ty) => {
+        impl<Ctx: DeviceContext> $dev<Ctx> {
+            #[inline]
+            fn as_raw(&self) -> *mut $raw {
+                self.0.get()
+            }
+
+            /// Borrows a C bus device in context `Ctx`.
+            ///
+            /// # Safety
+            ///
+            /// `raw` must be a valid device for `'a`, and what `Ctx` promises must hold for all
+            /// of `'a`.
+            #[inline]
+            unsafe fn from_raw<'a>(raw: *mut $raw) -> &'a Self {
+                // SAFETY: `Self` is a transparent wrapper of the C device (the `PhantomData` is a
+                // ZST); the caller guarantees validity and the context for `'a`.
+                unsafe { &*raw.cast() }
+            }
+        }
+
+        impl<Ctx: DeviceContext> AsRef<device::Device<Ctx>> for $dev<Ctx> {
+            #[inline]
+            fn as_ref(&self) -> &device::Device<Ctx> {
+                // SAFETY: `self` is a valid bus device, whose `dev` is a valid `struct device`
+                // living as long as it, in the same context.
+                unsafe { device::Device::from_raw(core::ptr::addr_of_mut!((*self.as_raw()).dev)) }
+            }
+        }
+
+        impl Deref for $dev<Core> {
+            type Target = $dev<Bound>;
+
+            #[inline]
+            fn deref(&self) -> &$dev<Bound> {
+                // SAFETY: A `Core` device is bound for the borrow, which is all `Bound` promises.
+                unsafe { $dev::from_raw(self.as_raw()) }
+            }
+        }
+
+        impl Deref for $dev<Bound> {
+            type Target = $dev;
+
+            #[inline]
+            fn deref(&self) -> &$dev {
+                // SAFETY: `Normal` promises only a valid device, which `self` is.
+                unsafe { $dev::from_raw(self.as_raw()) }
+            }
+        }
+
+        /// A reference kept beyond a callback: only `Normal`.
+        impl From<&$dev<Core>> for ARef<$dev> {
+            fn from(dev: &$dev<Core>) -> Self {
+                ARef::from(&***dev)
+            }
+        }
+
+        /// A reference kept beyond the borrow: only `Normal`.
+        impl From<&$dev<Bound>> for ARef<$dev> {
+            fn from(dev: &$dev<Bound>) -> Self {
+                ARef::from(&**dev)
+            }
+        }
+    };
+}
+pub(crate) use bus_device_contexts;

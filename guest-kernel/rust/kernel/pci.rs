@@ -640,20 +640,14 @@ impl<T: Driver + 'static> Adapter<T> {
         let Some(info) = Self::id_info(dev, id) else {
             return ENODEV.to_errno();
         };
-        if let Err(err) = crate::devres::binding_begin(dev.as_ref()) {
-            return err.to_errno();
-        }
-        match T::probe(dev, info) {
+        match crate::devres::probe_in_binding(dev.as_ref(), || T::probe(dev, info)) {
             Ok(data) => {
                 // SAFETY: `pdev` is valid; drvdata is ours while bound and is taken back in
                 // `remove_callback`.
-                unsafe { bindings::pci_set_drvdata(pdev, data.into_foreign().cast_mut()) };
+                unsafe { bindings::pci_set_drvdata(pdev, data.cast_mut()) };
                 0
             }
-            Err(err) => {
-                crate::devres::binding_end(dev.as_ref());
-                err.to_errno()
-            }
+            Err(errno) => errno,
         }
     }
 
@@ -662,12 +656,14 @@ impl<T: Driver + 'static> Adapter<T> {
         // device lock; the binding ends only below, after the reference's last use.
         let dev = unsafe { Device::<Core>::from_raw(pdev) };
         // SAFETY: `pdev` is valid; `probe_callback` succeeded (else there is no remove), so
-        // drvdata holds the `T::Data` it stored with `into_foreign`, taken back only here.
-        let data = unsafe { T::Data::from_foreign(bindings::pci_get_drvdata(pdev)) };
-        T::remove(dev, &data);
-        drop(data);
-        // One grace period for all `Devres` of this binding; their release functions follow.
-        crate::devres::binding_end(dev.as_ref());
+        // drvdata holds what `probe_in_binding` returned for this binding, taken back only here.
+        unsafe {
+            crate::devres::remove_binding::<T::Data>(
+                dev.as_ref(),
+                bindings::pci_get_drvdata(pdev),
+                |data| T::remove(dev, data),
+            )
+        };
     }
 }
 
@@ -736,48 +732,7 @@ unsafe impl crate::types::AlwaysRefCounted for Device {
     }
 }
 
-impl<Ctx: DeviceContext> AsRef<device::Device<Ctx>> for Device<Ctx> {
-    #[inline]
-    fn as_ref(&self) -> &device::Device<Ctx> {
-        // SAFETY: `self` is a valid `pci_dev`, whose `dev` is a valid `struct device` living as
-        // long as it, in the same context.
-        unsafe { device::Device::from_raw(core::ptr::addr_of_mut!((*self.as_raw()).dev)) }
-    }
-}
-
-impl Deref for Device<Core> {
-    type Target = Device<Bound>;
-
-    #[inline]
-    fn deref(&self) -> &Device<Bound> {
-        // SAFETY: A `Core` device is bound for the borrow, which is all `Bound` promises.
-        unsafe { Device::from_raw(self.as_raw()) }
-    }
-}
-
-impl Deref for Device<Bound> {
-    type Target = Device;
-
-    #[inline]
-    fn deref(&self) -> &Device {
-        // SAFETY: `Normal` promises only a valid device, which `self` is.
-        unsafe { Device::from_raw(self.as_raw()) }
-    }
-}
-
-/// A reference kept beyond a callback: only [`Normal`].
-impl From<&Device<Core>> for ARef<Device> {
-    fn from(pdev: &Device<Core>) -> Self {
-        ARef::from(&***pdev)
-    }
-}
-
-/// A reference kept beyond the borrow: only [`Normal`].
-impl From<&Device<Bound>> for ARef<Device> {
-    fn from(pdev: &Device<Bound>) -> Self {
-        ARef::from(&**pdev)
-    }
-}
+crate::driver::bus_device_contexts!(Device, bindings::pci_dev);
 
 /// Disables the device on unbind; registered by [`Device::enable_device_mem`].
 ///
@@ -787,26 +742,6 @@ impl From<&Device<Bound>> for ARef<Device> {
 unsafe extern "C" fn disable_device_action(pdev: *mut c_void) {
     // SAFETY: By the safety requirements, `pdev` is a valid, enabled `pci_dev`.
     unsafe { bindings::pci_disable_device(pdev.cast()) }
-}
-
-impl<Ctx: DeviceContext> Device<Ctx> {
-    #[inline]
-    fn as_raw(&self) -> *mut bindings::pci_dev {
-        self.0.get()
-    }
-
-    /// Borrows a `struct pci_dev` in context `Ctx`.
-    ///
-    /// # Safety
-    ///
-    /// `pdev` must be a valid `struct pci_dev` for `'a`, and what `Ctx` promises must hold for
-    /// all of `'a`.
-    #[inline]
-    unsafe fn from_raw<'a>(pdev: *mut bindings::pci_dev) -> &'a Self {
-        // SAFETY: `Self` is a transparent wrapper of `struct pci_dev` (the `PhantomData` is a
-        // ZST); the caller guarantees validity and the context for `'a`.
-        unsafe { &*pdev.cast() }
-    }
 }
 
 impl<Ctx: DeviceContext> Device<Ctx> {

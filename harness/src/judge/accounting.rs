@@ -12,14 +12,14 @@
 //! accesses=N`); a binding still open when the guest powered off may read
 //! any number.
 
-use crate::device::{Access, Claimed, Kind, Region};
-use crate::driver::{Actor, Binding};
+use crate::guest::device::{Access, Claimed, Kind, Region};
+use crate::judge::driver::{Actor, Binding};
 
 /// The register the worker reads.
 const WORKER_READS: u64 = regmap::reg::MAGIC;
 
 /// What the accounting matched.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Accounted {
     pub bindings: usize,
     /// Driver `# mmio` lines, each matched to one device access.
@@ -214,8 +214,8 @@ pub fn account(history: &[Actor], servers: &[&[Access]]) -> Result<Accounted, St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::Class;
-    use crate::driver::history;
+    use crate::guest::device::Class;
+    use crate::judge::driver::history;
 
     fn access(seq: u64, region: &str, offset: u64, value: u64, kind: &str) -> Access {
         Access {

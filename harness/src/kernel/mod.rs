@@ -6,11 +6,13 @@
 //! rewritten when its content changes; files the overlay no longer touches
 //! go back to their pristine content.
 
+pub mod build_errors;
+pub mod kconfig;
+pub mod modcheck;
+
 use crate::arch::Arch;
-use crate::build_errors;
-use crate::kconfig;
-use crate::process::run;
-use crate::provision::Toolchain;
+use crate::host::process::run;
+use crate::host::provision::Toolchain;
 use crate::Paths;
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
@@ -360,7 +362,7 @@ pub fn run_make(mut cmd: Command, log: &Path, what: &str) -> Result<()> {
     let status = child.wait()?;
     if !status.success() {
         let summary =
-            build_errors::summarize(&text).unwrap_or_else(|| crate::process::tail(&text, 20));
+            build_errors::summarize(&text).unwrap_or_else(|| crate::host::process::tail(&text, 20));
         bail!("{what} failed; full log: {}\n{summary}", log.display());
     }
     Ok(())

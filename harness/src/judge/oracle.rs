@@ -8,12 +8,12 @@
 //! unplug). Unlike the device's log it still sees an access once the device
 //! is gone.
 
-use crate::accounting::{self, Accounted};
 use crate::arch::Arch;
-use crate::console;
-use crate::device::{Access, Class, Kind, Region};
-use crate::driver::Actor;
-use crate::process::run_logged;
+use crate::guest::console;
+use crate::guest::device::{Access, Class, Kind, Region};
+use crate::host::process::run_logged;
+use crate::judge::accounting::{self, Accounted};
+use crate::judge::driver::Actor;
 use crate::Paths;
 use anyhow::{Context, Result};
 use serde::Deserialize;

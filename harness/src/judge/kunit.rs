@@ -2,8 +2,8 @@
 //! kernel-crate module for the doc examples (`rust_doctest_kernel_<module>_rs_<n>`);
 //! and the rules a KUnit boot is judged by (`judge`).
 
-use crate::console::{strip_timestamp, timestamp};
-use crate::ktap::{self, Line, TestResult};
+use crate::guest::console::{strip_timestamp, timestamp};
+use crate::judge::ktap::{self, Line, TestResult};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Default)]
@@ -125,6 +125,11 @@ pub const MIN_DOCTESTS: &[(&str, usize)] = &[
     ("driver", 5),
     ("device_id", 13),
     ("sync_rcu", 5),
+    ("of", 4),
+    ("platform", 10),
+    ("clk", 11),
+    ("opp", 13),
+    ("cpufreq", 18),
 ];
 
 /// Judges a KUnit boot: the plan matches the suites seen, every suite ran

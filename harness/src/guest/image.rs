@@ -3,7 +3,7 @@
 //! the catalog), and the kernel modules under test, written with our own cpio
 //! writer.
 
-use crate::cpio::Archive;
+use crate::guest::cpio::Archive;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::driver;
+use crate::judge::driver;
 
 const BAR0: u64 = 0xfe61_0000;
 const BAR2: u64 = 0xfe60_0000;

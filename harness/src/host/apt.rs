@@ -2,7 +2,7 @@
 //! downloaded and unpacked into the cache without root and without touching
 //! the host's own package database.
 
-use crate::process::{run, run_logged};
+use crate::host::process::{run, run_logged};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -74,7 +74,7 @@ impl PrivateApt {
             "-o",
             "Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false",
         ]);
-        if crate::process::is_root() {
+        if crate::host::process::is_root() {
             // The _apt sandbox user could not write into the cache.
             c.args(["-o", "APT::Sandbox::User=root"]);
         }

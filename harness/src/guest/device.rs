@@ -3,7 +3,7 @@
 //! its control socket, and reading its access log back after the boot.
 //! The register map is qemu-device/REGISTERS.md.
 
-use crate::process::run_logged;
+use crate::host::process::run_logged;
 use crate::Paths;
 use anyhow::{bail, Context, Result};
 use qemu_device::control::{Outcome, Request};

@@ -4,9 +4,9 @@
 //! Every step first looks for what is already there, so running it twice
 //! does nothing the second time.
 
-use crate::apt::{self, PrivateApt};
 use crate::arch::Arch;
-use crate::process::{is_root, on_path, run, run_logged};
+use crate::host::apt::{self, PrivateApt};
+use crate::host::process::{is_root, on_path, run, run_logged};
 use crate::Paths;
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
@@ -92,8 +92,13 @@ fn host_needs(arches: &[Arch]) -> Vec<Need> {
     for a in arches {
         match a {
             Arch::X86_64 => {}
-            Arch::Arm64 => v.push(need("gcc-aarch64-linux-gnu", "aarch64-linux-gnu-gcc")),
+            Arch::Arm64 => v.extend([
+                need("gcc-aarch64-linux-gnu", "aarch64-linux-gnu-gcc"),
+                // dtc edits QEMU's device tree for the platform and cpufreq scenarios.
+                need("device-tree-compiler", "dtc"),
+            ]),
             Arch::Riscv64 => v.extend([
+                need("device-tree-compiler", "dtc"),
                 need("gcc-riscv64-linux-gnu", "riscv64-linux-gnu-gcc"),
                 need("clang-14", "/usr/lib/llvm-14/bin/clang"),
                 need("lld-14", "/usr/lib/llvm-14/bin/ld.lld"),

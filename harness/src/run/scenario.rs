@@ -4,14 +4,14 @@
 //! against it.
 
 use crate::arch::Arch;
-use crate::console::Splat;
+use crate::guest::console::Splat;
 use crate::judge::Cause;
 use std::time::Duration;
 
 /// One scenario's guest script, `images/scenarios/NAME.sh`, built in.
 macro_rules! script {
     ($name:literal) => {
-        include_str!(concat!("../../images/scenarios/", $name, ".sh"))
+        include_str!(concat!("../../../images/scenarios/", $name, ".sh"))
     };
 }
 
@@ -40,6 +40,9 @@ pub enum Machine {
     Device,
     /// Our device, which the guest has the host unplug through `Slot`.
     Hotplug(Slot),
+    /// No device of ours; QEMU's device tree edited for the scenario
+    /// (`dt`): device-tree machines only.
+    DeviceTree(crate::guest::dt::Edit),
 }
 
 /// Who ejects a hot-unplugged device.
@@ -56,14 +59,27 @@ const ALL_ARCHES: &[Arch] = &[Arch::X86_64, Arch::Arm64, Arch::Riscv64];
 
 impl Machine {
     pub fn has_device(self) -> bool {
-        self != Machine::Bare
+        matches!(self, Machine::Device | Machine::Hotplug(_))
     }
 
     /// The architectures whose machine can do it; elsewhere it is skipped.
     pub fn arches(self) -> &'static [Arch] {
         match self {
             Machine::Hotplug(Slot::Acpi) => &[Arch::X86_64],
+            // x86_64's q35 describes its devices in ACPI: no device tree.
+            Machine::DeviceTree(_) => &[Arch::Arm64, Arch::Riscv64],
             _ => ALL_ARCHES,
+        }
+    }
+
+    /// Why the machine is not on the other arches, for a skip's note
+    /// (empty, or starting with `: `).
+    pub fn skip_reason(self) -> &'static str {
+        match self {
+            Machine::DeviceTree(_) => {
+                ": x86_64's q35 describes its devices in ACPI, there is no device tree to add the node to"
+            }
+            _ => "",
         }
     }
 
@@ -102,6 +118,11 @@ pub enum Check {
     /// The runner's KTAP, and our driver did what it says, by its lines and
     /// the device's log.
     Driver(DriverExpect),
+    /// The runner's KTAP and `pcirig_platform`'s lines (`dt::judge_platform`).
+    Platform,
+    /// The runner's KTAP and `rcpufreq_dt`'s and the clock's lines
+    /// (`dt::judge_cpufreq`).
+    Cpufreq,
 }
 
 impl Scenario {
@@ -590,8 +611,27 @@ pub const ALL: &[&Scenario] = &[
     &SURPRISE_ACPI,
     &AER,
     &BENCH,
+    &PLATFORM,
+    &CPUFREQ,
     &HARNESS_SELFTEST,
 ];
+
+/// A platform driver bound by device-tree `compatible` (issue 17).
+pub const PLATFORM: Scenario = Scenario {
+    about: "pcirig_platform binds a device-tree node by compatible, maps its MMIO window (Devres<IoMem>), unbind, bind again, rmmod",
+    machine: Machine::DeviceTree(crate::guest::dt::Edit::Platform),
+    check: Check::Platform,
+    ..Scenario::runner("platform", script!("platform"), Duration::from_secs(120))
+};
+
+/// A Rust cpufreq-dt driver on the platform bus, with a settable clock and
+/// an OPP table in the device tree (issue 17).
+pub const CPUFREQ: Scenario = Scenario {
+    about: "rcpufreq_dt: the policy lists the OPP table, each frequency set through the userspace governor reaches scaling_cur_freq and the clock, rmmod unregisters",
+    machine: Machine::DeviceTree(crate::guest::dt::Edit::Cpufreq),
+    check: Check::Cpufreq,
+    ..Scenario::runner("cpufreq", script!("cpufreq"), Duration::from_secs(120))
+};
 
 /// What `cargo xtask test --soak` repeats: the device going away under a
 /// busy driver.

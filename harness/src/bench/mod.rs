@@ -14,20 +14,23 @@
 //! [`ORACLE_SCENARIO`] with and without the plugin (`PCI_RIG_ORACLE=off`),
 //! `--guest-runs` of each per arch, taken in turns.
 
+pub mod figures;
+pub mod svg;
+
 use crate::arch::Arch;
-use crate::figures::{self, median, GuestFigures, Mmio, KS};
 use crate::kernel::Flavor;
-use crate::report::{Outcome, Verdict};
+use crate::run::report::Verdict;
+use crate::run::scenario;
 use crate::run::{self, TestOptions};
-use crate::scenario;
-use crate::svg::{self, Bar, Panel};
 use crate::Paths;
 use anyhow::{bail, Context, Result};
+use figures::{median, GuestFigures, Mmio, KS};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
+use svg::{Bar, Panel};
 
 /// The goals the figures are reported against.
 pub const GOAL_DEVRES_RATIO: f64 = 1.05;
@@ -398,17 +401,6 @@ fn commit(paths: &Paths) -> String {
         )
 }
 
-/// The serial log of a scenario run, from its outcome.
-fn serial_log(paths: &Paths, o: &Outcome) -> PathBuf {
-    let log = PathBuf::from(&o.log);
-    if log.is_absolute() {
-        log
-    } else {
-        paths.root.join(log)
-    }
-    .join("serial.log")
-}
-
 /// Sets `PCI_RIG_ORACLE` for the runs that follow and puts the caller's
 /// value back when dropped.
 struct OracleSwitch {
@@ -517,7 +509,11 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
         paths,
         &TestOptions {
             arches: opts.arches.clone(),
-            scenarios: vec![&scenario::BOOT, &scenario::BENCH_FULL, &scenario::BENCH_INTX],
+            scenarios: vec![
+                &scenario::BOOT,
+                &scenario::BENCH_FULL,
+                &scenario::BENCH_INTX,
+            ],
             flavor: Flavor::default(),
             unit_tests: false,
             repeat: opts.guest_runs,
@@ -540,21 +536,19 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
             .filter(|o| o.verdict == Verdict::Pass)
             .map(|o| o.duration_s)
             .collect();
-        // The figures of each passing boot of `name`; the others are said and left out.
+        // The figures of each passing boot of `name` (the judge's
+        // findings); the others are said and left out.
         let figures = |name: &'static str| -> Vec<GuestFigures> {
             ours(name)
-                .filter_map(|o| {
-                    let text = std::fs::read_to_string(serial_log(paths, o)).unwrap_or_default();
-                    let lines: Vec<&str> = text.lines().collect();
-                    match GuestFigures::parse(&lines) {
-                        Ok(g) if o.verdict == Verdict::Pass => return Some(g),
-                        Ok(_) => eprintln!(
+                .filter_map(|o| match (&o.findings.figures, o.verdict) {
+                    (Some(g), Verdict::Pass) => Some(g.clone()),
+                    _ => {
+                        eprintln!(
                             "bench: {arch} {name} boot failed: {}",
                             o.reason.lines().next().unwrap_or("")
-                        ),
-                        Err(e) => eprintln!("bench: {arch} {name}: {e}"),
+                        );
+                        None
                     }
-                    None
                 })
                 .collect()
         };
@@ -980,7 +974,7 @@ fn oracle_panel(costs: &[OracleCost]) -> Panel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::figures::{IrqTrip, RevokeEach, Unbind};
+    use figures::{IrqTrip, RevokeEach, Unbind};
 
     fn boot(raw: i64, devres: i64, total_ms: i64) -> GuestFigures {
         let mmio = |device: &str, scale: i64| Mmio {
@@ -1024,7 +1018,12 @@ mod tests {
     fn interrupt_round_trips_are_medians_per_mode() {
         let mut intx = boot(200, 200, 90);
         intx.irq.as_mut().unwrap().mode = "intx".into();
-        let rows = irq_rows(&[boot(200, 200, 10), boot(200, 200, 30), boot(200, 200, 20), intx]);
+        let rows = irq_rows(&[
+            boot(200, 200, 10),
+            boot(200, 200, 30),
+            boot(200, 200, 20),
+            intx,
+        ]);
         let got: Vec<(&str, usize, i64)> = rows
             .iter()
             .map(|r| (r.mode.as_str(), r.boots, r.median_ns))

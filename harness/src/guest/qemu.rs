@@ -4,9 +4,9 @@
 //! transcript.
 
 use crate::arch::Arch;
-use crate::console::Untangle;
-use crate::provision::Qemu;
-use crate::qmp::Qmp;
+use crate::guest::console::Untangle;
+use crate::guest::qmp::Qmp;
+use crate::host::provision::Qemu;
 use anyhow::{bail, Context, Result};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -43,7 +43,7 @@ pub struct Console {
     pub host_failures: Vec<String>,
     /// The MMIO oracle's log (`oracle`), when the plugin watched this boot:
     /// what it saw, or why it could not be read; filled in by the caller.
-    pub oracle: Option<Result<crate::oracle::Log, String>>,
+    pub oracle: Option<Result<crate::judge::oracle::Log, String>>,
 }
 
 /// Where a boot's sockets live: its own folder, unless that path is too long
@@ -105,7 +105,10 @@ impl Guest<'_> {
     /// stdio (Ctrl-A X quits, Ctrl-A C switches to the monitor).
     pub fn interactive(&self) -> Result<ExitStatus> {
         let mut c = self.command("mon:stdio", None);
-        std::fs::write(self.dir.join("qemu-cmdline.txt"), crate::process::show(&c))?;
+        std::fs::write(
+            self.dir.join("qemu-cmdline.txt"),
+            crate::host::process::show(&c),
+        )?;
         c.status().context("starting QEMU")
     }
 
@@ -121,7 +124,7 @@ impl Guest<'_> {
         let mut cmd = self.command("stdio", Some(&sock));
         std::fs::write(
             self.dir.join("qemu-cmdline.txt"),
-            crate::process::show(&cmd) + "\n",
+            crate::host::process::show(&cmd) + "\n",
         )?;
         let stderr = std::fs::File::create(self.dir.join("qemu-stderr.log"))?;
         let started = Instant::now();

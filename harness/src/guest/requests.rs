@@ -64,10 +64,10 @@ impl<'a> GuestRequest<'a> {
 }
 
 /// Every request in `lines` (console lines, timestamps allowed).
-pub fn requests(lines: &[String]) -> impl Iterator<Item = Result<GuestRequest<'_>, String>> {
+pub fn in_console(lines: &[String]) -> impl Iterator<Item = Result<GuestRequest<'_>, String>> {
     lines
         .iter()
-        .filter_map(|l| GuestRequest::parse(crate::console::strip_timestamp(l)))
+        .filter_map(|l| GuestRequest::parse(crate::guest::console::strip_timestamp(l)))
 }
 
 #[cfg(test)]
@@ -120,7 +120,7 @@ mod tests {
     #[test]
     fn requests_are_found_behind_printk_stamps() {
         let lines = ["[    1.0] pcirig: host unplug".to_string(), "x".into()];
-        let found: Vec<_> = requests(&lines).collect();
+        let found: Vec<_> = in_console(&lines).collect();
         assert_eq!(found, [Ok(GuestRequest::Host(HostAction::Unplug))]);
     }
 }

@@ -2,23 +2,26 @@
 //! the workspace's unit tests and then every chosen scenario on every chosen
 //! arch, writing report.json and junit.xml into a fresh run folder.
 
+pub mod report;
+pub mod scenario;
+
 use crate::arch::Arch;
-use crate::console;
-use crate::device::{self, DeviceServer, Stopped};
-use crate::driver;
+use crate::guest::console;
+use crate::guest::device::{self, DeviceServer, Stopped};
+use crate::guest::image;
+use crate::guest::qemu;
+use crate::guest::qemu::{Console, Guest};
+use crate::guest::qmp::Qmp;
 use crate::guest::{GuestRequest, HostAction};
-use crate::image;
-use crate::judge;
+use crate::host::provision::{self, Toolchain};
+use crate::judge::driver;
+use crate::judge::{self, Judgement};
+use crate::kernel::modcheck;
 use crate::kernel::{self, Flavor, Kernel};
-use crate::modcheck;
-use crate::provision::{self, Toolchain};
-use crate::qemu;
-use crate::qemu::{Console, Guest};
-use crate::qmp::Qmp;
-use crate::report::{self, Outcome, Timings, Verdict};
-use crate::scenario::{self, Check, Scenario};
 use crate::Paths;
 use anyhow::{bail, Context, Result};
+use report::{Outcome, Timings, Verdict};
+use scenario::{Check, Scenario};
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -41,6 +44,9 @@ pub struct Prepared {
     /// Our driver's module, or why there is none (not asked for, or its
     /// build failed: then only the scenarios that need it fail).
     pub driver: std::result::Result<PathBuf, String>,
+    /// The device-tree machines' platform modules (`guest-kernel/platform`:
+    /// `pcirig_platform`, `rcpufreq_dt`), or why there are none.
+    pub platform: std::result::Result<Vec<PathBuf>, String>,
 }
 
 pub fn setup(paths: &Paths, arches: &[Arch]) -> Result<Toolchain> {
@@ -94,6 +100,11 @@ pub fn prepare(
             eprintln!("build: {arch}: the driver did not build; its scenarios will fail:\n{e}");
         }
     }
+    let platform = platform_modules(tc, &kernel, &paths.root.join("guest-kernel/platform"));
+    match &platform {
+        Ok(kos) => modules.extend(kos.iter().cloned()),
+        Err(e) => eprintln!("build: {arch}: {e}"),
+    }
     drop(lock);
     let initrd = out.join(format!("{arch}-initramfs.cpio"));
     image::build(
@@ -110,7 +121,24 @@ pub fn prepare(
         kernel,
         initrd,
         driver,
+        platform,
     })
+}
+
+/// Builds `guest-kernel/platform` (two modules, one Kbuild) on the
+/// device-tree machines; x86_64 has no device tree for them to bind.
+fn platform_modules(
+    tc: &Toolchain,
+    kernel: &Kernel,
+    dir: &Path,
+) -> std::result::Result<Vec<PathBuf>, String> {
+    if kernel.arch == Arch::X86_64 {
+        return Err("the platform modules are for device-tree machines (arm64, riscv64)".into());
+    }
+    let first = kernel::build_module_copy(tc, kernel, dir, &[], "platform", "pcirig_platform", &[])
+        .map_err(|e| format!("the platform modules did not build; the platform and cpufreq scenarios will fail:\n{e:#}"))?;
+    let second = first.with_file_name("rcpufreq_dt.ko");
+    Ok(vec![first, second])
 }
 
 /// Two runs at once share the cache's build trees: one builds while the
@@ -210,6 +238,11 @@ impl Rig<'_> {
             servers.push(DeviceServer::start(bin, &dir, &sockets)?);
         }
         let mut g = self.guest(s, &dir);
+        if let scenario::Machine::DeviceTree(edit) = s.machine {
+            let dtb = crate::guest::dt::prepare(&self.tc.qemu, g.arch, &dir, edit)?;
+            g.extra_args
+                .extend(["-dtb".into(), dtb.display().to_string()]);
+        }
         if let Some(server) = servers.first() {
             g.extra_args
                 .extend(["-device".into(), server.qemu_device()]);
@@ -219,11 +252,11 @@ impl Rig<'_> {
         let oracle = self
             .oracle
             .filter(|_| s.machine.has_device() && !matches!(s.check, Check::Bench));
-        let oracle_log = dir.join(crate::oracle::LOG);
+        let oracle_log = dir.join(crate::judge::oracle::LOG);
         if let Some(so) = oracle {
             g.extra_args.extend([
                 "-plugin".into(),
-                crate::oracle::plugin_arg(so, g.arch, &oracle_log),
+                crate::judge::oracle::plugin_arg(so, g.arch, &oracle_log),
             ]);
         }
         let mut actions = std::fs::File::create(dir.join("host-actions.log"))?;
@@ -274,48 +307,53 @@ impl Rig<'_> {
         }
         let mut console = console.map_err(|e| {
             let stderr = std::fs::read_to_string(dir.join("qemu-stderr.log")).unwrap_or_default();
-            match (oracle, crate::oracle::refused(&stderr)) {
+            match (oracle, crate::judge::oracle::refused(&stderr)) {
                 (Some(_), Some(why)) => anyhow::anyhow!("{why}"),
                 _ => e,
             }
         })?;
         console.host_failures = failures;
         if oracle.is_some() {
-            console.oracle = Some(crate::oracle::Log::read(&oracle_log));
+            console.oracle = Some(crate::judge::oracle::Log::read(&oracle_log));
         }
         Ok((console, stopped, timings))
     }
 
     /// Runs one scenario and judges it; a pass also gives what was timed.
-    fn run_scenario(&self, s: &Scenario, dir: &Path) -> (Verdict, String, Timings) {
+    fn run_scenario(&self, s: &Scenario, dir: &Path) -> Judgement {
         let arch = self.p.kernel.arch;
         let arches = s.machine.arches();
         if !arches.contains(&arch) {
             let on: Vec<&str> = arches.iter().map(|a| a.name()).collect();
-            return (
+            return Judgement::plain(
                 Verdict::Skip,
-                format!("{} only; not applicable to {arch}", on.join(", ")),
-                Timings::new(),
+                format!(
+                    "{} only; not applicable to {arch}{}",
+                    on.join(", "),
+                    s.machine.skip_reason()
+                ),
             );
         }
         if let (true, Err(e)) = (s.needs_driver(), &self.p.driver) {
-            let why = format!("the driver did not build: {e}");
-            return (Verdict::Fail, why, Timings::new());
+            return Judgement::plain(Verdict::Fail, format!("the driver did not build: {e}"));
         }
-        let untimed = |(verdict, reason)| (verdict, reason, Timings::new());
+        if let (scenario::Machine::DeviceTree(_), Err(e)) = (s.machine, &self.p.platform) {
+            return Judgement::plain(Verdict::Fail, e.clone());
+        }
+        let plain = |(verdict, reason)| Judgement::plain(verdict, reason);
         let result = match s.check {
-            Check::SelfTest => self.selftest(dir).map(untimed),
-            Check::CompileFail => self.compile_fail().map(untimed),
-            Check::IdTable => self.id_table().map(untimed),
+            Check::SelfTest => self.selftest(dir).map(plain),
+            Check::CompileFail => self.compile_fail().map(plain),
+            Check::IdTable => self.id_table().map(plain),
             _ => self.boot(s, dir).map(|(c, device, host)| {
                 let mut j = judge::judge(s, &c, &device);
                 if j.verdict == Verdict::Pass {
                     j.timings.extend(host);
                 }
-                (j.verdict, j.reason, j.timings)
+                j
             }),
         };
-        result.unwrap_or_else(|e| untimed((Verdict::Fail, format!("could not run: {e:#}"))))
+        result.unwrap_or_else(|e| Judgement::plain(Verdict::Fail, format!("could not run: {e:#}")))
     }
 
     /// Builds the compile-fail module as is and once per mistake.
@@ -539,6 +577,7 @@ fn cargo_test(paths: &Paths, dir: &Path) -> Outcome {
         log: dir.display().to_string(),
         reason,
         timings: Timings::new(),
+        findings: Default::default(),
     }
 }
 
@@ -587,7 +626,7 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
     // PCI_RIG_ORACLE=off boots without the plugin (to measure what it costs).
     let oracle_off = std::env::var("PCI_RIG_ORACLE").is_ok_and(|v| v == "off");
     let oracle_so = match device_bin {
-        Some(_) if !oracle_off => Some(crate::oracle::build_plugin(paths)?),
+        Some(_) if !oracle_off => Some(crate::judge::oracle::build_plugin(paths)?),
         _ => None,
     };
     let with_driver = opts.scenarios.iter().any(|s| s.needs_driver());
@@ -659,7 +698,13 @@ impl Runner<'_> {
             dir.join(format!("{arch}-{}-{i:03}", s.name))
         };
         let t = Instant::now();
-        let (verdict, reason, timings) = match prepared {
+        let Judgement {
+            verdict,
+            reason,
+            timings,
+            findings,
+            ..
+        } = match prepared {
             Ok(p) => Rig {
                 paths,
                 tc,
@@ -668,10 +713,9 @@ impl Runner<'_> {
                 oracle,
             }
             .run_scenario(s, &log),
-            Err(e) => (
+            Err(e) => Judgement::plain(
                 Verdict::Fail,
                 format!("kernel or image build failed: {e:#}"),
-                Timings::new(),
             ),
         };
         let duration_s = t.elapsed().as_secs_f64();
@@ -702,6 +746,7 @@ impl Runner<'_> {
             log,
             reason,
             timings,
+            findings,
         }
     }
 }

@@ -8,8 +8,8 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use object::{elf, Object, ObjectSection, ObjectSymbol, SectionFlags};
 
+use crate::host::provision::Toolchain;
 use crate::kernel::{self, Kernel};
-use crate::provision::Toolchain;
 
 /// `struct pci_device_id` on a 64-bit kernel: six `u32`s, a
 /// `kernel_ulong_t` and a `u32`, padded to 8 bytes.

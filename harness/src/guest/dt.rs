@@ -1,0 +1,425 @@
+//! Device trees for the `platform` and `cpufreq` scenarios, and how those two
+//! are judged.
+//!
+//! QEMU's `virt` machines (arm64, riscv64) make their device tree
+//! themselves. For these scenarios the harness asks QEMU for it
+//! (`-machine dumpdtb=`, with the boot's own machine arguments), turns it
+//! into source with `dtc` (Debian's `device-tree-compiler`), appends what the
+//! scenario needs, compiles it again and boots with `-dtb`:
+//!
+//! - `platform`: one of the machine's virtio-mmio transports (no virtio
+//!   device is attached to it and the guest has no virtio driver) becomes
+//!   `compatible = "pci-rig,platform-demo"`: a real MMIO window whose first
+//!   register reads "virt", for `guest-kernel/platform/pcirig_platform.rs`.
+//! - `cpufreq`: a settable clock (`pci-rig,virtual-clock`, our provider in
+//!   patch 0006: QEMU's own clocks are fixed and none drives the CPUs), an
+//!   `opp-shared` OPP table ([`OPP_KHZ`]) that every CPU node points to along
+//!   with that clock, and the `pci-rig,cpufreq-dt` node that
+//!   `guest-kernel/platform/rcpufreq_dt.rs` binds.
+//!
+//! x86_64 (q35) boots from ACPI, not a device tree: both scenarios are for
+//! arm64 and riscv64 only.
+
+use crate::arch::Arch;
+use crate::host::process::run_logged;
+use crate::host::provision::Qemu;
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The compatible string of the platform demo node.
+pub const DEMO_COMPATIBLE: &str = "pci-rig,platform-demo";
+/// virtio-mmio's MagicValue ("virt"), which the demo driver reads at offset 0.
+pub const DEMO_MAGIC: &str = "0x74726976";
+/// The CPUs' OPP table, in kHz, lowest first (the clock starts at the last).
+pub const OPP_KHZ: [u64; 4] = [250_000, 500_000, 750_000, 1_000_000];
+/// The name of the CPUs' clock (debugfs `clk/<name>/clk_rate`).
+pub const CPU_CLOCK: &str = "pcirig-cpu";
+
+/// What a scenario's device tree needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Edit {
+    /// The platform demo node.
+    Platform,
+    /// Clock, OPP table and the cpufreq driver's node.
+    Cpufreq,
+}
+
+/// The nodes of a device-tree source that the edits refer to.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Nodes {
+    /// Full paths of `virtio_mmio@…` nodes, in source order.
+    pub virtio_mmio: Vec<String>,
+    /// Full paths of the `cpu@…` nodes under `/cpus`, in source order.
+    pub cpus: Vec<String>,
+}
+
+/// Finds the nodes of `dts` (as `dtc -O dts` writes it: one node or
+/// property per line, `name {` opening and `};` closing a node).
+pub fn nodes(dts: &str) -> Nodes {
+    let mut path: Vec<String> = Vec::new();
+    let mut found = Nodes::default();
+    for line in dts.lines().map(str::trim) {
+        if let Some(head) = line.strip_suffix('{') {
+            // `label: name {` or `name {`; the root is `/`.
+            let name = head.trim().rsplit(':').next().unwrap_or("").trim();
+            let full = match (path.last(), name) {
+                (None, _) => "/".to_string(),
+                (Some(p), n) if p == "/" => format!("/{n}"),
+                (Some(p), n) => format!("{p}/{n}"),
+            };
+            if name.starts_with("virtio_mmio@") {
+                found.virtio_mmio.push(full.clone());
+            }
+            if name.starts_with("cpu@") && path.last().is_some_and(|p| p == "/cpus") {
+                found.cpus.push(full.clone());
+            }
+            path.push(full);
+        } else if line == "};" {
+            path.pop();
+        }
+    }
+    found
+}
+
+/// The source appended to QEMU's device tree for `edit`.
+pub fn fragment(edit: Edit, nodes: &Nodes) -> Result<String> {
+    let mut s = String::from("\n// Added by pci-rig (harness/src/dt.rs).\n");
+    match edit {
+        Edit::Platform => {
+            // Any transport will do: these boots attach no virtio device.
+            let Some(node) = nodes.virtio_mmio.last() else {
+                bail!("QEMU's device tree has no virtio_mmio node to turn into the platform demo node");
+            };
+            s.push_str(&format!(
+                "&{{{node}}} {{\n\tcompatible = \"{DEMO_COMPATIBLE}\";\n}};\n"
+            ));
+        }
+        Edit::Cpufreq => {
+            if nodes.cpus.is_empty() {
+                bail!("QEMU's device tree has no cpu@N node under /cpus");
+            }
+            let max = OPP_KHZ[OPP_KHZ.len() - 1] * 1000;
+            let min = OPP_KHZ[0] * 1000;
+            s.push_str(&format!(
+                "/ {{\n\
+                 \tpcirig_cpu_clk: pcirig-cpu-clock {{\n\
+                 \t\tcompatible = \"pci-rig,virtual-clock\";\n\
+                 \t\t#clock-cells = <0>;\n\
+                 \t\tclock-frequency = <{max}>;\n\
+                 \t\tpci-rig,min-rate = <{}>;\n\
+                 \t\tpci-rig,max-rate = <{}>;\n\
+                 \t\tclock-output-names = \"{CPU_CLOCK}\";\n\
+                 \t}};\n\
+                 \tpcirig_cpu_opp: opp-table-pcirig-cpu {{\n\
+                 \t\tcompatible = \"operating-points-v2\";\n\
+                 \t\topp-shared;\n",
+                min / 2,
+                max * 2
+            ));
+            for khz in OPP_KHZ {
+                let hz = khz * 1000;
+                s.push_str(&format!(
+                    "\t\topp-{hz} {{\n\t\t\topp-hz = /bits/ 64 <{hz}>;\n\t\t\tclock-latency-ns = <100000>;\n\t\t}};\n"
+                ));
+            }
+            s.push_str(
+                "\t};\n\tpcirig-cpufreq {\n\t\tcompatible = \"pci-rig,cpufreq-dt\";\n\t};\n};\n",
+            );
+            for cpu in &nodes.cpus {
+                s.push_str(&format!(
+                    "&{{{cpu}}} {{\n\tclocks = <&pcirig_cpu_clk>;\n\toperating-points-v2 = <&pcirig_cpu_opp>;\n}};\n"
+                ));
+            }
+        }
+    }
+    Ok(s)
+}
+
+/// Writes the edited device tree for `edit` into `dir` (QEMU's own as
+/// `qemu.dtb`/`qemu.dts`, ours as `pcirig.dts`/`pcirig.dtb`, the tools'
+/// output in `dt-*.log`) and returns the `.dtb` to boot with.
+pub fn prepare(qemu: &Qemu, arch: Arch, dir: &Path, edit: Edit) -> Result<PathBuf> {
+    if arch == Arch::X86_64 {
+        bail!("x86_64 (q35) boots from ACPI: there is no device tree to edit");
+    }
+    let qemu_dtb = dir.join("qemu.dtb");
+    let log = dir.join("dt-decompile.log");
+    let mut dump = qemu.command(arch);
+    dump.args(arch.machine_args())
+        .args(["-nodefaults", "-display", "none", "-machine"])
+        .arg(format!("dumpdtb={}", qemu_dtb.display()));
+    run_logged(&mut dump, &dir.join("dt-dump.log"))
+        .context("asking QEMU for its device tree (-machine dumpdtb)")?;
+    let qemu_dts = dir.join("qemu.dts");
+    dtc(
+        &["-I", "dtb", "-O", "dts", "-o"],
+        &qemu_dts,
+        &qemu_dtb,
+        &log,
+    )?;
+    let source = std::fs::read_to_string(&qemu_dts)?;
+    let ours = dir.join("pcirig.dts");
+    std::fs::write(
+        &ours,
+        format!("{source}{}", fragment(edit, &nodes(&source))?),
+    )?;
+    let dtb = dir.join("pcirig.dtb");
+    dtc(
+        &["-I", "dts", "-O", "dtb", "-o"],
+        &dtb,
+        &ours,
+        &dir.join("dt-build.log"),
+    )?;
+    Ok(dtb)
+}
+
+fn dtc(args: &[&str], out: &Path, input: &Path, log: &Path) -> Result<()> {
+    let mut c = Command::new("dtc");
+    // -q: QEMU's own tree draws warnings (e.g. unit addresses) we did not cause.
+    c.arg("-q").args(args).arg(out).arg(input);
+    run_logged(&mut c, log).with_context(|| {
+        format!(
+            "dtc could not turn {} into {} (dtc comes from Debian's device-tree-compiler, \
+             which `cargo xtask setup` installs)",
+            input.display(),
+            out.display()
+        )
+    })?;
+    Ok(())
+}
+
+/// The lines of `text` (console lines without printk stamps) that contain
+/// `needle`.
+fn with<'a>(text: &'a [&'a str], needle: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+    text.iter().copied().filter(move |l| l.contains(needle))
+}
+
+/// Judges `platform` from the kernel's lines: the driver probed the demo
+/// node twice and was removed twice, in turn, each time reading the magic
+/// value through its mapping, and never refused the node.
+pub fn judge_platform(text: &[&str]) -> Result<String, String> {
+    if let Some(l) = with(text, "event probe_refused").next() {
+        return Err(format!("pcirig_platform refused the demo node: `{l}`"));
+    }
+    let events: Vec<&str> = text
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with("pcirig_platform ") && l.contains(": event "))
+        .collect();
+    let kinds: Vec<&str> = events
+        .iter()
+        .filter_map(|l| l.split(": event ").nth(1)?.split(' ').next())
+        .collect();
+    if kinds != ["probe", "remove", "probe", "remove"] {
+        return Err(format!(
+            "pcirig_platform's events were {kinds:?}, not probe, remove (unbind), probe (bind), remove (rmmod)"
+        ));
+    }
+    let magic = format!("magic={DEMO_MAGIC}");
+    if let Some(l) = events.iter().find(|l| !l.contains(&magic)) {
+        return Err(format!(
+            "pcirig_platform did not read the demo node's magic {DEMO_MAGIC} through its mapping: `{l}`"
+        ));
+    }
+    Ok(", pcirig_platform: probe/remove twice, magic read through Devres<IoMem> each time".into())
+}
+
+/// Judges `cpufreq` from the kernel's lines: the driver's policy covers
+/// every CPU with the OPP table's frequencies, each frequency the guest set
+/// reached `target_index` and the clock (as the driver read it back and as
+/// the clock provider logged the change), and rmmod ended the policy and
+/// unregistered the driver.
+pub fn judge_cpufreq(text: &[&str]) -> Result<String, String> {
+    let list = OPP_KHZ
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let init = format!("opps=[{list}] kHz");
+    let Some(init_line) = with(text, "rcpufreq-dt: init policy").next() else {
+        return Err(
+            "rcpufreq-dt never set a policy up (no `rcpufreq-dt: init policy` line)".into(),
+        );
+    };
+    if !init_line.contains(&init) {
+        return Err(format!(
+            "rcpufreq-dt's policy does not list the OPP table ({init}): `{init_line}`"
+        ));
+    }
+    if with(text, "rcpufreq-dt: init policy").count() != 1 || !init_line.contains("cpus=2") {
+        return Err(format!(
+            "rcpufreq-dt should set up one policy for both CPUs (opp-shared): `{init_line}`"
+        ));
+    }
+    for khz in OPP_KHZ {
+        let hz = khz * 1000;
+        let target = format!("freq={khz} kHz clock={hz} Hz");
+        if !with(text, "rcpufreq-dt: target_index").any(|l| l.contains(&target)) {
+            return Err(format!(
+                "no `rcpufreq-dt: target_index … {target}` line: {khz} kHz never reached the clock through the driver"
+            ));
+        }
+        let provider = format!("-> {hz} Hz");
+        if !with(text, "pcirig-virt-clk").any(|l| l.contains(&provider)) {
+            return Err(format!(
+                "the clock provider never logged a change to {hz} Hz"
+            ));
+        }
+    }
+    let exit = with(text, "rcpufreq-dt: exit policy").count();
+    let unreg = with(text, "rcpufreq-dt: unregistering").count();
+    if exit != 1 || unreg != 1 {
+        return Err(format!(
+            "rmmod should unregister once and end the policy once; saw {unreg} unregistering and {exit} exit line(s)"
+        ));
+    }
+    Ok(format!(
+        ", rcpufreq-dt: one policy over 2 CPUs, {} frequencies each set through target_index and seen on the clock",
+        OPP_KHZ.len()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DTS: &str = "/dts-v1/;\n\n/ {\n\tcompatible = \"linux,dummy-virt\";\n\n\
+        \tvirtio_mmio@a000000 {\n\t\tcompatible = \"virtio,mmio\";\n\t};\n\n\
+        \tvirtio_mmio@a000200 {\n\t\tcompatible = \"virtio,mmio\";\n\t};\n\n\
+        \tcpus {\n\t\tcpu-map {\n\t\t\tcluster0 {\n\t\t\t\tcore0 {\n\t\t\t\t};\n\t\t\t};\n\t\t};\n\n\
+        \t\tcpu@0 {\n\t\t\treg = <0x00>;\n\t\t};\n\n\t\tcpu@1 {\n\t\t\treg = <0x01>;\n\t\t};\n\t};\n\n\
+        \tsoc {\n\t\tplic: interrupt-controller@c000000 {\n\t\t};\n\t\tvirtio_mmio@10008000 {\n\t\t};\n\t};\n};\n";
+
+    #[test]
+    fn finds_transports_and_cpus_with_their_paths() {
+        let n = nodes(DTS);
+        assert_eq!(
+            n.virtio_mmio,
+            [
+                "/virtio_mmio@a000000",
+                "/virtio_mmio@a000200",
+                "/soc/virtio_mmio@10008000"
+            ]
+        );
+        assert_eq!(n.cpus, ["/cpus/cpu@0", "/cpus/cpu@1"]);
+    }
+
+    #[test]
+    fn fragments_name_the_nodes_and_refuse_a_tree_without_them() {
+        let n = nodes(DTS);
+        let p = fragment(Edit::Platform, &n).unwrap();
+        assert!(p.contains("&{/soc/virtio_mmio@10008000} {"), "{p}");
+        assert!(p.contains("\"pci-rig,platform-demo\""), "{p}");
+        let c = fragment(Edit::Cpufreq, &n).unwrap();
+        for want in [
+            "&{/cpus/cpu@0} {",
+            "&{/cpus/cpu@1} {",
+            "opp-hz = /bits/ 64 <250000000>;",
+            "opp-hz = /bits/ 64 <1000000000>;",
+            "clock-frequency = <1000000000>;",
+            "compatible = \"pci-rig,cpufreq-dt\";",
+        ] {
+            assert!(c.contains(want), "missing {want} in\n{c}");
+        }
+        let e = fragment(Edit::Platform, &Nodes::default()).unwrap_err();
+        assert!(e.to_string().contains("no virtio_mmio node"), "{e}");
+        let e = fragment(Edit::Cpufreq, &Nodes::default()).unwrap_err();
+        assert!(e.to_string().contains("no cpu@N node"), "{e}");
+    }
+
+    const PLATFORM: &[&str] = &[
+        "pcirig_platform a000000.virtio_mmio: event probe magic=0x74726976 version=2 device_id=0 vendor=0x554d4551 at=0xa000000",
+        "pcirig_platform a000000.virtio_mmio: event remove magic=0x74726976",
+        "pcirig_platform a000000.virtio_mmio: event probe magic=0x74726976 version=2 device_id=0 vendor=0x554d4551 at=0xa000000",
+        "pcirig_platform a000000.virtio_mmio: event remove magic=0x74726976",
+    ];
+
+    #[test]
+    fn platform_needs_two_bindings_in_turn_each_reading_the_magic() {
+        assert!(judge_platform(PLATFORM).is_ok());
+        let e = judge_platform(&PLATFORM[..3]).unwrap_err();
+        assert!(e.contains("[\"probe\", \"remove\", \"probe\"]"), "{e}");
+        let swapped = [PLATFORM[0], PLATFORM[2], PLATFORM[1], PLATFORM[3]];
+        assert!(judge_platform(&swapped).is_err());
+        let bad = "pcirig_platform a000000.virtio_mmio: event remove magic=0x0";
+        let e = judge_platform(&[PLATFORM[0], bad, PLATFORM[2], PLATFORM[3]]).unwrap_err();
+        assert!(e.contains("did not read the demo node's magic"), "{e}");
+        let refused = "pcirig_platform a000000.virtio_mmio: event probe_refused magic=0x0 expected=0x74726976";
+        let e = judge_platform(&[refused, PLATFORM[0], PLATFORM[1], PLATFORM[2], PLATFORM[3]])
+            .unwrap_err();
+        assert!(e.contains("refused the demo node"), "{e}");
+    }
+
+    fn cpufreq_lines() -> Vec<String> {
+        let mut v = vec![
+            "pcirig-virt-clk pcirig-cpu-clock: pcirig-cpu at 1000000000 Hz, settable within [125000000, 2000000000]".to_string(),
+            "rcpufreq_dt pcirig-cpufreq: rcpufreq-dt: registered".into(),
+            "cpu cpu0: rcpufreq-dt: init policy cpu0 cpus=2 opps=[250000, 500000, 750000, 1000000] kHz clock=1000000000 Hz".into(),
+        ];
+        let mut from = 1_000_000_000;
+        for (i, khz) in OPP_KHZ.iter().enumerate() {
+            let hz = khz * 1000;
+            v.push(format!(
+                "pcirig-virt-clk pcirig-cpu-clock: rate {from} -> {hz} Hz"
+            ));
+            v.push(format!("cpu cpu0: rcpufreq-dt: target_index policy cpu0 index={i} freq={khz} kHz clock={hz} Hz"));
+            from = hz;
+        }
+        v.push("rcpufreq_dt pcirig-cpufreq: rcpufreq-dt: unregistering".into());
+        v.push("cpu cpu0: rcpufreq-dt: exit policy cpu0".into());
+        v
+    }
+
+    fn judge_lines(v: &[String]) -> Result<String, String> {
+        let t: Vec<&str> = v.iter().map(String::as_str).collect();
+        judge_cpufreq(&t)
+    }
+
+    #[test]
+    fn cpufreq_needs_every_frequency_on_the_clock_and_a_clean_unregister() {
+        let good = cpufreq_lines();
+        assert!(judge_lines(&good).is_ok(), "{:?}", judge_lines(&good));
+        // A frequency that never reached the clock.
+        let v: Vec<String> = good
+            .iter()
+            .map(|l| {
+                l.replace(
+                    "freq=500000 kHz clock=500000000 Hz",
+                    "freq=500000 kHz clock=1000000000 Hz",
+                )
+            })
+            .collect();
+        let e = judge_lines(&v).unwrap_err();
+        assert!(e.contains("500000 kHz never reached the clock"), "{e}");
+        // The provider did not log it.
+        let v: Vec<String> = good
+            .iter()
+            .filter(|l| !l.ends_with("-> 750000000 Hz"))
+            .cloned()
+            .collect();
+        assert!(judge_lines(&v)
+            .unwrap_err()
+            .contains("never logged a change to 750000000 Hz"));
+        // A table other than the DT's.
+        let v: Vec<String> = good
+            .iter()
+            .map(|l| l.replace("opps=[250000, ", "opps=["))
+            .collect();
+        assert!(judge_lines(&v)
+            .unwrap_err()
+            .contains("does not list the OPP table"));
+        // One policy per CPU instead of a shared one.
+        let v: Vec<String> = good.iter().map(|l| l.replace("cpus=2", "cpus=1")).collect();
+        assert!(judge_lines(&v)
+            .unwrap_err()
+            .contains("one policy for both CPUs"));
+        // rmmod did not end the policy.
+        let v: Vec<String> = good
+            .iter()
+            .filter(|l| !l.contains("exit policy"))
+            .cloned()
+            .collect();
+        assert!(judge_lines(&v).unwrap_err().contains("0 exit line(s)"));
+    }
+}
