@@ -517,7 +517,11 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
         paths,
         &TestOptions {
             arches: opts.arches.clone(),
-            scenarios: vec![&scenario::BOOT, &scenario::BENCH_FULL, &scenario::BENCH_INTX],
+            scenarios: vec![
+                &scenario::BOOT,
+                &scenario::BENCH_FULL,
+                &scenario::BENCH_INTX,
+            ],
             flavor: Flavor::default(),
             unit_tests: false,
             repeat: opts.guest_runs,
@@ -1024,7 +1028,12 @@ mod tests {
     fn interrupt_round_trips_are_medians_per_mode() {
         let mut intx = boot(200, 200, 90);
         intx.irq.as_mut().unwrap().mode = "intx".into();
-        let rows = irq_rows(&[boot(200, 200, 10), boot(200, 200, 30), boot(200, 200, 20), intx]);
+        let rows = irq_rows(&[
+            boot(200, 200, 10),
+            boot(200, 200, 30),
+            boot(200, 200, 20),
+            intx,
+        ]);
         let got: Vec<(&str, usize, i64)> = rows
             .iter()
             .map(|r| (r.mode.as_str(), r.boots, r.median_ns))

@@ -335,15 +335,26 @@ mod tests {
     fn a_lost_interrupt_or_no_sample_makes_the_figures_incomplete() {
         let lost: Vec<String> = BOOT
             .iter()
-            .map(|l| l.replace("samples=101 median_ns=41000 lost=0", "samples=100 median_ns=41000 lost=1"))
+            .map(|l| {
+                l.replace(
+                    "samples=101 median_ns=41000 lost=0",
+                    "samples=100 median_ns=41000 lost=1",
+                )
+            })
             .collect();
-        let e = GuestFigures::parse(&lost).unwrap().check_complete().unwrap_err();
+        let e = GuestFigures::parse(&lost)
+            .unwrap()
+            .check_complete()
+            .unwrap_err();
         assert!(e.contains("1 interrupts lost"), "{e}");
         let none: Vec<String> = BOOT
             .iter()
             .map(|l| l.replace("samples=101 median_ns=41000", "samples=0 median_ns=-1"))
             .collect();
-        let e = GuestFigures::parse(&none).unwrap().check_complete().unwrap_err();
+        let e = GuestFigures::parse(&none)
+            .unwrap()
+            .check_complete()
+            .unwrap_err();
         assert!(e.contains("0 samples"), "{e}");
     }
 
