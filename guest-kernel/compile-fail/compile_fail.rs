@@ -9,7 +9,9 @@
 //!   `build_error` link error of `Io`'s build-time bounds check);
 //! - `iomap_unbound`: mapping a BAR of a device kept beyond probe (an `ARef<pci::Device>`,
 //!   whose context is `Normal`: it may no longer be bound), rustc's E0599;
-//! - `access_unbound`: `Devres::access` with a device that is not known to be bound, E0308.
+//! - `access_unbound`: `Devres::access` with a device that is not known to be bound, E0308;
+//! - `warns`: an unused variable: a warning fails the build, and fails every rebuild of the
+//!   same source (make would find the objects up to date and print nothing).
 
 #![forbid(unsafe_code)]
 
@@ -40,6 +42,8 @@ impl Kept {
         let _again = self.pdev.iomap_region(0, c_str!("compile_fail"))?;
         #[cfg(access_unbound)]
         let _ = self.bar.access(self.pdev.as_ref())?;
+        #[cfg(warns)]
+        let unused = 0;
         dev_info!(self.pdev, "kept {}\n", self.bar.try_access().is_some());
         Ok(())
     }

@@ -1,5 +1,6 @@
-//! The guest's initramfs: busybox, the scenario runner from images/, and the
-//! kernel modules under test, written with our own cpio writer.
+//! The guest's initramfs: busybox, the scenario runner from images/, every
+//! scenario's script (from the catalog), and the kernel modules under test,
+//! written with our own cpio writer.
 
 use crate::cpio::Archive;
 use anyhow::{Context, Result};
@@ -9,6 +10,8 @@ pub struct Contents<'a> {
     pub busybox: &'a Path,
     /// images/ of the checkout.
     pub images: &'a Path,
+    /// (scenario name, script): `/scenarios/NAME.sh`, run by init.
+    pub scripts: &'a [(&'a str, &'a str)],
     /// Modules placed flat in /lib/modules.
     pub modules: &'a [PathBuf],
 }
@@ -31,13 +34,8 @@ pub fn build(c: &Contents, out: &Path) -> Result<()> {
     a.char_dev("dev/console", 0o600, 5, 1);
     a.file("bin/busybox", 0o755, &read(c.busybox)?);
     a.file("init", 0o755, &read(&c.images.join("init"))?);
-    let mut scenarios: Vec<PathBuf> = std::fs::read_dir(c.images.join("scenarios"))?
-        .filter_map(|e| Some(e.ok()?.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "sh"))
-        .collect();
-    scenarios.sort();
-    for s in &scenarios {
-        a.file(&format!("scenarios/{}", file_name(s)), 0o644, &read(s)?);
+    for (name, script) in c.scripts {
+        a.file(&format!("scenarios/{name}.sh"), 0o644, script.as_bytes());
     }
     for m in c.modules {
         a.file(&format!("lib/modules/{}", file_name(m)), 0o644, &read(m)?);

@@ -397,18 +397,7 @@ pub fn build(paths: &Paths, tc: &Toolchain, arch: Arch, flavor: &Flavor) -> Resu
     let _ = std::fs::remove_file(&stamp);
     run_make(cmd, &log, &format!("kernel {arch}"))?;
     let ours = std::fs::read_to_string(src.parent().unwrap().join("overlay-manifest"))?;
-    let warnings: Vec<String> = build_errors::warnings(&std::fs::read_to_string(&log)?)
-        .into_iter()
-        .filter(|w| ours.lines().any(|f| w.contains(f)))
-        .collect();
-    if !warnings.is_empty() {
-        bail!(
-            "kernel {arch} built with {} warning(s) in our files; fix them:\n{}\nfull log: {}",
-            warnings.len(),
-            warnings.join("\n"),
-            log.display()
-        );
-    }
+    refuse_our_warnings(&log, &ours, &src, &format!("kernel {arch}"))?;
     std::fs::write(&stamp, inputs)?;
     eprintln!(
         "kernel {arch}: up to date in {:.1} s ({})",
@@ -416,6 +405,40 @@ pub fn build(paths: &Paths, tc: &Toolchain, arch: Arch, flavor: &Flavor) -> Resu
         build.display()
     );
     Ok(Kernel { arch, src, build })
+}
+
+/// Fails when make's `log` shows a warning in one of `ours` (paths relative
+/// to `src`, one per line). A warned file then gets a new mtime: make
+/// would otherwise find its objects up to date next time, print nothing,
+/// and the same source would pass on a rerun.
+fn refuse_our_warnings(log: &Path, ours: &str, src: &Path, what: &str) -> Result<()> {
+    let warnings: Vec<String> = build_errors::warnings(&std::fs::read_to_string(log)?)
+        .into_iter()
+        .filter(|w| ours.lines().any(|f| !f.is_empty() && w.contains(f)))
+        .collect();
+    if warnings.is_empty() {
+        return Ok(());
+    }
+    for rel in ours.lines().filter(|f| !f.is_empty()) {
+        if warnings.iter().any(|w| w.contains(rel)) {
+            compile_again(&src.join(rel))?;
+        }
+    }
+    bail!(
+        "{what} built with {} warning(s) in our files; fix them:\n{}\nfull log: {}",
+        warnings.len(),
+        warnings.join("\n"),
+        log.display()
+    )
+}
+
+/// Makes `file` newer than anything built from it, so make compiles it again.
+fn compile_again(file: &Path) -> Result<()> {
+    std::fs::File::options()
+        .write(true)
+        .open(file)
+        .and_then(|f| f.set_modified(std::time::SystemTime::now()))
+        .with_context(|| format!("marking {} to be compiled again", file.display()))
 }
 
 /// A digest of what a kernel build reads that can change between runs: our
@@ -516,6 +539,14 @@ pub fn build_module_copy(
             std::fs::write(&to, bytes)?;
         }
     }
+    // Make reuses objects only from a build that ended clean: one that
+    // warned, failed or was cut short may have left objects whose warnings
+    // make would not print again.
+    let clean = copy.join("pci-rig-clean");
+    if !clean.exists() {
+        discard_objects(&copy)?;
+    }
+    let _ = std::fs::remove_file(&clean);
     let mut cmd = make(tc, &kernel.src, &kernel.build, kernel.arch);
     // Our modules are linted as they build, and must build without a warning.
     cmd.arg(format!("M={}", copy.display()))
@@ -525,8 +556,14 @@ pub fn build_module_copy(
     let log = copy.join("pci-rig-make.log");
     let what = format!("module {label} ({})", kernel.arch);
     run_make(cmd, &log, &what)?;
-    let warnings = build_errors::warnings(&std::fs::read_to_string(&log)?);
+    // Named by the file the user edits, not by its copy.
+    let warnings: Vec<String> = build_errors::warnings(&std::fs::read_to_string(&log)?)
+        .iter()
+        .map(|w| w.replace(&*copy.to_string_lossy(), &dir.to_string_lossy()))
+        .collect();
     if !warnings.is_empty() {
+        // A refused build leaves no module.
+        discard_objects(&copy)?;
         bail!(
             "{what} built with {} warning(s); fix them:\n{}\nfull log: {}",
             warnings.len(),
@@ -534,7 +571,18 @@ pub fn build_module_copy(
             log.display()
         );
     }
+    std::fs::write(&clean, "")?;
     Ok(copy.join(format!("{name}.ko")))
+}
+
+/// Removes the objects and modules a build left in `dir`.
+fn discard_objects(dir: &Path) -> Result<()> {
+    for file in walk(dir)? {
+        if file.extension().is_some_and(|e| e == "o" || e == "ko") {
+            std::fs::remove_file(&file)?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -578,6 +626,42 @@ mod tests {
                 let _ = std::fs::remove_dir_all(&self.0);
             }
         }
+    }
+
+    #[test]
+    fn a_warning_fails_every_build_of_the_same_source() {
+        let d = tempdir::Dir::new();
+        let dir = d.path();
+        std::fs::write(dir.join("w.c"), "int f(void) { int unused; return 0; }\n").unwrap();
+        std::fs::write(dir.join("Makefile"), "w.o: w.c\n\tcc -Wall -c w.c -o w.o\n").unwrap();
+        let log = dir.join("make.log");
+        let build = || {
+            let mut make = Command::new("make");
+            make.arg("-C").arg(dir);
+            run_make(make, &log, "w").unwrap();
+            refuse_our_warnings(&log, "w.c\n", dir, "w").map_err(|e| format!("{e:#}"))
+        };
+        let first = build().unwrap_err();
+        assert!(
+            first.contains("w.c:1:") && first.contains("unused"),
+            "{first}"
+        );
+        // Make's objects are up to date now, yet the same source fails again.
+        let again = build().unwrap_err();
+        assert_eq!(first, again);
+        std::fs::write(dir.join("w.c"), "int f(void) { return 0; }\n").unwrap();
+        assert_eq!(build(), Ok(()));
+        assert_eq!(build(), Ok(()), "a clean build stays clean and up to date");
+    }
+
+    #[test]
+    fn warnings_in_files_not_ours_pass() {
+        let d = tempdir::Dir::new();
+        let log = d.path().join("make.log");
+        std::fs::write(&log, "drivers/x.c:3:5: warning: unused variable 'y'\n").unwrap();
+        assert!(refuse_our_warnings(&log, "rust/kernel/io.rs\n\n", d.path(), "k").is_ok());
+        let e = refuse_our_warnings(&log, "drivers/x.c\n", d.path(), "k").unwrap_err();
+        assert!(format!("{e:#}").contains("marking"), "x.c is absent: {e:#}");
     }
 
     #[test]

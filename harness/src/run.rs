@@ -6,7 +6,9 @@ use crate::arch::Arch;
 use crate::console;
 use crate::device::{self, DeviceServer, Stopped};
 use crate::driver;
+use crate::guest::{GuestRequest, HostAction};
 use crate::image;
+use crate::judge;
 use crate::kernel::{self, Flavor, Kernel};
 use crate::modcheck;
 use crate::provision::{self, Toolchain};
@@ -14,7 +16,7 @@ use crate::qemu;
 use crate::qemu::{Console, Guest};
 use crate::qmp::Qmp;
 use crate::report::{self, Outcome, Timings, Verdict};
-use crate::scenario::{self, Scenario};
+use crate::scenario::{self, Check, Scenario};
 use crate::Paths;
 use anyhow::{bail, Context, Result};
 use std::io::Write;
@@ -96,6 +98,7 @@ pub fn prepare(
         &image::Contents {
             busybox: &tc.busybox[&arch],
             images: &paths.root.join("images"),
+            scripts: &scenario::scripts(),
             modules: &modules,
         },
         &initrd,
@@ -140,7 +143,7 @@ pub fn interactive(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<()> {
         device: None,
         oracle: None,
     };
-    let mut g = rig.guest(&Scenario::plain("shell", Duration::MAX), &dir);
+    let mut g = rig.guest(&Scenario::runner("shell", "", Duration::MAX), &dir);
     g.extra_args = vec!["-device".into(), server.qemu_device()];
     g.interactive()?;
     server.stop()?;
@@ -175,14 +178,11 @@ impl Rig<'_> {
             cmdline: format!("pcirig.scenario={} {}", s.name, s.cmdline),
             dir,
             extra_args: s
-                .qemu_args
+                .stock_devices
                 .iter()
-                .chain(if self.p.kernel.arch == Arch::X86_64 {
-                    s.x86_qemu_args
-                } else {
-                    &[]
-                })
-                .map(|a| a.to_string())
+                .flat_map(|d| ["-device", d])
+                .chain(s.machine.qemu_args(self.p.kernel.arch).iter().copied())
+                .map(str::to_string)
                 .collect(),
         }
     }
@@ -195,7 +195,7 @@ impl Rig<'_> {
     fn boot(&self, s: &Scenario, dir: &Path) -> Result<(Console, Vec<Stopped>, Timings)> {
         let dir = boot_dir(dir)?;
         let sockets = qemu::socket_dir(&dir)?;
-        let bin = match (s.device, self.device) {
+        let bin = match (s.machine.has_device(), self.device) {
             (true, Some(bin)) => Some(bin),
             (true, None) => bail!(
                 "scenario {} needs the device server, which was not built",
@@ -216,7 +216,7 @@ impl Rig<'_> {
         // benchmark's, whose figures are MMIO costs it would distort.
         let oracle = self
             .oracle
-            .filter(|_| s.device && s.kind != scenario::Kind::Bench);
+            .filter(|_| s.machine.has_device() && !matches!(s.check, Check::Bench));
         let oracle_log = dir.join(crate::oracle::LOG);
         if let Some(so) = oracle {
             // Armed late: the guest asks once it has booted (images/init).
@@ -239,54 +239,50 @@ impl Rig<'_> {
         let console = g.run(s.timeout, |line, qmp, console_in| {
             let text = console::strip_timestamp(line);
             line_no += 1;
-            // `pcirig: host arm-oracle`: arm the MMIO oracle, and answer the
-            // guest (which waits for it on its console) once it is armed.
-            if text.strip_prefix("pcirig: host ").map(str::trim) == Some(crate::oracle::ARM_ACTION)
-            {
-                let t = Instant::now();
-                let result = arm_oracle(oracle.is_some(), &dir, servers.last(), console_in)
-                    .map(|device_next_seq| {
-                        armed = Some(crate::oracle::HostArmed {
-                            line: line_no - 1,
-                            device_next_seq,
+            match GuestRequest::parse(text) {
+                None => {}
+                Some(Err(e)) => {
+                    failures.push(format!("`{text}`: {e}"));
+                    writeln!(actions, "{text} -> error: {e}")?;
+                }
+                Some(Ok(GuestRequest::Device { json, must_refuse })) => {
+                    let (logged, failure) = device_request(servers.last(), json, must_refuse);
+                    failures.extend(failure);
+                    writeln!(actions, "{json} -> {logged}")?;
+                }
+                Some(Ok(GuestRequest::Host(HostAction::ArmOracle))) => {
+                    // Arm the MMIO oracle, and answer the guest (which waits
+                    // for it on its console) once it is armed.
+                    let t = Instant::now();
+                    let result = arm_oracle(oracle.is_some(), &dir, servers.last(), console_in)
+                        .map(|device_next_seq| {
+                            armed = Some(crate::oracle::HostArmed {
+                                line: line_no - 1,
+                                device_next_seq,
+                            });
+                            format!(
+                                "armed after {:.0} ms; the device's next access is #{}",
+                                t.elapsed().as_secs_f64() * 1000.0,
+                                device_next_seq.map_or("-".to_string(), |n| n.to_string())
+                            )
+                        })
+                        .unwrap_or_else(|e| {
+                            failures.push(format!("{text}: {e:#}"));
+                            format!("error: {e:#}")
                         });
-                        format!(
-                            "armed after {:.0} ms; the device's next access is #{}",
-                            t.elapsed().as_secs_f64() * 1000.0,
-                            device_next_seq.map_or("-".to_string(), |n| n.to_string())
-                        )
-                    })
-                    .unwrap_or_else(|e| {
-                        failures.push(format!("host {}: {e:#}", crate::oracle::ARM_ACTION));
-                        format!("error: {e:#}")
-                    });
-                writeln!(actions, "host {} -> {result}", crate::oracle::ARM_ACTION)?;
-                return Ok(());
-            }
-            // `pcirig: device {json}` asks the host to send a control request
-            // (e.g. set a fault knob) to the device server attached now;
-            // `pcirig: device-error {json}` one the device must refuse.
-            if let Some((req, refuse)) = device_request(text) {
-                let reply = match (servers.last(), serde_json::from_str(req)) {
-                    (Some(server), Ok(req)) => server.request(req).map(|r| r.to_string()),
-                    (None, _) => Err(anyhow::anyhow!("no device attached")),
-                    (_, Err(e)) => Err(anyhow::anyhow!("not JSON: {e}")),
-                };
-                let logged = match (reply, refuse) {
-                    (Ok(r), false) => r,
-                    (Err(e), true) => format!("refused as it should be: {e:#}"),
-                    (Ok(r), true) => {
-                        failures.push(format!(
-                            "device request {req}: accepted ({r}), but the device must refuse it"
-                        ));
-                        format!("error: accepted: {r}")
+                    writeln!(actions, "{text} -> {result}")?;
+                }
+                Some(Ok(GuestRequest::Host(action))) => {
+                    if action == HostAction::Unplug {
+                        unplugged_at = Some(Instant::now());
                     }
-                    (Err(e), false) => {
-                        failures.push(format!("device request {req}: {e:#}"));
-                        format!("error: {e:#}")
-                    }
-                };
-                writeln!(actions, "{req} -> {logged}")?;
+                    let result = host_action(action, qmp, bin, &dir, &mut servers, &mut unplugs)
+                        .unwrap_or_else(|e| {
+                            failures.push(format!("{text}: {e:#}"));
+                            format!("error: {e:#}")
+                        });
+                    writeln!(actions, "{text} -> {result}")?;
+                }
             }
             if driver::is_event(line, "remove_begin") {
                 if let Some(at) = unplugged_at.take() {
@@ -294,19 +290,6 @@ impl Rig<'_> {
                     timings.entry("device_del_to_remove_ms").or_insert(ms);
                     writeln!(actions, "guest remove() began {ms:.1} ms after device_del")?;
                 }
-            }
-            // `pcirig: host unplug|replug` asks for a hot-unplug (QMP
-            // device_del) or a hot-plug of a fresh device server.
-            if let Some(action) = text.strip_prefix("pcirig: host ") {
-                if action.trim() == "unplug" {
-                    unplugged_at = Some(Instant::now());
-                }
-                let result = host_action(action.trim(), qmp, bin, &dir, &mut servers, &mut unplugs)
-                    .unwrap_or_else(|e| {
-                        failures.push(format!("host {action}: {e:#}"));
-                        format!("error: {e:#}")
-                    });
-                writeln!(actions, "host {action} -> {result}")?;
             }
             Ok(())
         });
@@ -337,8 +320,9 @@ impl Rig<'_> {
     /// Runs one scenario and judges it; a pass also gives what was timed.
     fn run_scenario(&self, s: &Scenario, dir: &Path) -> (Verdict, String, Timings) {
         let arch = self.p.kernel.arch;
-        if !s.only_on.is_empty() && !s.only_on.contains(&arch) {
-            let on: Vec<&str> = s.only_on.iter().map(|a| a.name()).collect();
+        let arches = s.machine.arches();
+        if !arches.contains(&arch) {
+            let on: Vec<&str> = arches.iter().map(|a| a.name()).collect();
             return (
                 Verdict::Skip,
                 format!("{} only; not applicable to {arch}", on.join(", ")),
@@ -350,12 +334,12 @@ impl Rig<'_> {
             return (Verdict::Fail, why, Timings::new());
         }
         let untimed = |(verdict, reason)| (verdict, reason, Timings::new());
-        let result = match s.kind {
-            scenario::Kind::SelfTest => self.selftest(dir).map(untimed),
-            scenario::Kind::CompileFail => self.compile_fail().map(untimed),
-            scenario::Kind::IdTable => self.id_table().map(untimed),
+        let result = match s.check {
+            Check::SelfTest => self.selftest(dir).map(untimed),
+            Check::CompileFail => self.compile_fail().map(untimed),
+            Check::IdTable => self.id_table().map(untimed),
             _ => self.boot(s, dir).map(|(c, device, host)| {
-                let mut j = scenario::judge(s, &c, &device);
+                let mut j = judge::judge(s, &c, &device);
                 if j.verdict == Verdict::Pass {
                     j.timings.extend(host);
                 }
@@ -411,7 +395,7 @@ impl Rig<'_> {
         for case in scenario::SELFTEST_CASES {
             let s = &case.scenario;
             let (c, device, _) = self.boot(s, &dir.join(s.name))?;
-            let j = scenario::judge(s, &c, &device);
+            let j = judge::judge(s, &c, &device);
             // The line that says why, or the first.
             let first = j
                 .reason
@@ -447,15 +431,33 @@ impl Rig<'_> {
     }
 }
 
-/// A guest's `pcirig: device {json}` (false) or `pcirig: device-error {json}`
-/// (true: the device must refuse it) line: the request and which.
-fn device_request(text: &str) -> Option<(&str, bool)> {
-    text.strip_prefix("pcirig: device ")
-        .map(|r| (r, false))
-        .or_else(|| {
-            text.strip_prefix("pcirig: device-error ")
-                .map(|r| (r, true))
-        })
+/// Sends a guest's control request (`json`) to the device server attached
+/// now; `must_refuse`: the device must answer it with an error. Returns
+/// what to log and, if the host failed the guest, why.
+fn device_request(
+    server: Option<&DeviceServer>,
+    json: &str,
+    must_refuse: bool,
+) -> (String, Option<String>) {
+    let reply = match (server, serde_json::from_str(json)) {
+        (Some(server), Ok(req)) => server.request(req).map(|r| r.to_string()),
+        (None, _) => Err(anyhow::anyhow!("no device attached")),
+        (_, Err(e)) => Err(anyhow::anyhow!("not JSON: {e}")),
+    };
+    match (reply, must_refuse) {
+        (Ok(r), false) => (r, None),
+        (Err(e), true) => (format!("refused as it should be: {e:#}"), None),
+        (Ok(r), true) => (
+            format!("error: accepted: {r}"),
+            Some(format!(
+                "device request {json}: accepted ({r}), but the device must refuse it"
+            )),
+        ),
+        (Err(e), false) => (
+            format!("error: {e:#}"),
+            Some(format!("device request {json}: {e:#}")),
+        ),
+    }
 }
 
 /// Arms the MMIO oracle (`oracle::arm`) and tells the guest on its
@@ -491,12 +493,9 @@ fn arm_oracle(
     Ok(next)
 }
 
-/// Carries out one `pcirig: host ACTION` request of the guest: `unplug`
-/// (QMP device_del), `replug` (a fresh device server and device_add, once
-/// QEMU finished every unplug asked so far) or `aer ID ERROR` (HMP
-/// pcie_aer_inject_error). Returns what to log.
+/// Carries out one host action the guest asked for. Returns what to log.
 fn host_action(
-    action: &str,
+    action: HostAction,
     qmp: &mut Qmp,
     bin: Option<&Path>,
     dir: &Path,
@@ -504,12 +503,13 @@ fn host_action(
     unplugs: &mut usize,
 ) -> Result<String> {
     match (action, bin) {
-        ("unplug", _) => {
+        (HostAction::ArmOracle, _) => bail!("arming the MMIO oracle is not a machine action"),
+        (HostAction::Unplug, _) => {
             *unplugs += 1;
             qmp.execute("device_del", serde_json::json!({ "id": device::QEMU_ID }))?;
             Ok("device_del sent".to_string())
         }
-        ("replug", Some(bin)) => {
+        (HostAction::Replug, Some(bin)) => {
             // The id is free once QEMU has finished the unplug.
             qmp.wait_events(
                 "DEVICE_DELETED",
@@ -524,10 +524,10 @@ fn host_action(
             added?;
             Ok(format!("device_add with the server in {}", d.display()))
         }
-        ("replug", None) => bail!("no device server in this scenario"),
-        (aer, _) if aer.starts_with("aer ") => {
+        (HostAction::Replug, None) => bail!("no device server in this scenario"),
+        (HostAction::Aer { id, error }, _) => {
             // HMP only; it answers in text, errors starting "Error".
-            let cmd = format!("pcie_aer_inject_error {}", &aer[4..]);
+            let cmd = format!("pcie_aer_inject_error {id} {error}");
             let out = qmp.execute(
                 "human-monitor-command",
                 serde_json::json!({ "command-line": cmd }),
@@ -537,7 +537,6 @@ fn host_action(
                 said => Ok(format!("{cmd}: {said}")),
             }
         }
-        (other, _) => bail!("unknown host action `{other}`; valid: unplug, replug, aer ID ERROR"),
     }
 }
 
@@ -645,7 +644,7 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
 /// image are built by the first run that needs them (one build at a time).
 pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Outcome>> {
     let tc = setup(paths, &opts.arches).context("provisioning")?;
-    let device_bin = if opts.scenarios.iter().any(|s| s.device) {
+    let device_bin = if opts.scenarios.iter().any(|s| s.machine.has_device()) {
         Some(device::build_server(paths)?)
     } else {
         None
@@ -774,17 +773,6 @@ impl Runner<'_> {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn device_requests_say_whether_the_device_must_refuse_them() {
-        let req = super::device_request;
-        assert_eq!(
-            req(r#"pcirig: device {"cmd":"ping"}"#),
-            Some((r#"{"cmd":"ping"}"#, false))
-        );
-        assert_eq!(req("pcirig: device-error {}"), Some(("{}", true)));
-        assert_eq!(req("pcirig: host unplug"), None);
-    }
-
     #[test]
     fn run_ids_are_timestamps_with_the_pid() {
         let id = super::run_id();

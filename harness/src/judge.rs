@@ -1,0 +1,1019 @@
+//! How a boot is judged. A verdict never rests on the guest's word alone:
+//! besides the runner's KTAP, the kernel's own lines, the absence of any
+//! splat and a clean poweroff all have to agree.
+
+use crate::accounting;
+use crate::console::{self, Splat};
+use crate::device::{self, Access, Stopped};
+use crate::driver;
+use crate::figures::GuestFigures;
+use crate::guest::{self, GuestRequest, HostAction, DONE, SETTLED};
+use crate::ktap::{self, Line};
+use crate::kunit;
+use crate::oracle;
+use crate::qemu::Console;
+use crate::report::{Timings, Verdict};
+use crate::scenario::{Check, DriverExpect, Scenario, WorkerStop, STORM_IRQS};
+
+/// Software interrupts each probe's self-test raises (`step irq`).
+const SELFTEST_SOFT_IRQS: usize = 10;
+
+/// Why a boot failed, for callers that check the harness itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cause {
+    Splat(Splat),
+    Timeout,
+    Checks,
+    Unfinished,
+    /// The device server died, or its log contradicts the guest.
+    Device,
+    /// The host could not do what the guest asked (a host action failed, the device refused
+    /// a request), or QEMU itself exited with a failure.
+    Host,
+}
+
+pub struct Judgement {
+    pub verdict: Verdict,
+    pub cause: Option<Cause>,
+    pub reason: String,
+    /// What a passing boot measured on the way (`remove_ms`, `unbind_ms`).
+    pub timings: Timings,
+}
+
+impl Judgement {
+    fn fail(cause: Cause, reason: String) -> Self {
+        Judgement {
+            verdict: Verdict::Fail,
+            cause: Some(cause),
+            reason,
+            timings: Timings::new(),
+        }
+    }
+}
+
+/// Judges one boot; `device` is what the device server left, when attached.
+pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
+    let text: Vec<&str> = c
+        .lines
+        .iter()
+        .map(|l| console::strip_timestamp(l))
+        .collect();
+    if let Some((kind, line, excerpt)) = console::first_splat(&c.lines) {
+        return Judgement::fail(
+            Cause::Splat(kind),
+            format!("{}: {line}\n{excerpt}", kind.name()),
+        );
+    }
+    if !c.host_failures.is_empty() {
+        return Judgement::fail(
+            Cause::Host,
+            format!(
+                "the host failed the guest's requests:\n{}",
+                c.host_failures.join("\n")
+            ),
+        );
+    }
+    let asked = guest::requests(&c.lines)
+        .filter(|r| *r == Ok(GuestRequest::Host(HostAction::Unplug)))
+        .count();
+    let deleted = c.events.iter().filter(|e| device::deleted(e)).count();
+    if deleted != asked && !c.timed_out {
+        return Judgement::fail(
+            Cause::Host,
+            format!(
+                "the guest asked for {asked} unplugs of our device, QEMU reported DEVICE_DELETED {deleted} times"
+            ),
+        );
+    }
+    // A server ends by itself, cleanly, when QEMU hangs up (the guest powered
+    // off, or its device was unplugged), which may come before the harness
+    // stops it; only a failed exit is a death.
+    if let Some(status) = device
+        .iter()
+        .filter_map(|d| d.died)
+        .find(|st| !st.success())
+    {
+        return Judgement::fail(
+            Cause::Device,
+            format!("the device server died during the boot ({status}); see device-stderr.log"),
+        );
+    }
+    if c.timed_out {
+        let last = c.lines.len().saturating_sub(8);
+        return Judgement::fail(
+            Cause::Timeout,
+            format!(
+                "timeout after {} s without powering off (last line: {})\n{}",
+                s.timeout.as_secs(),
+                c.lines
+                    .last()
+                    .map_or("none", |l| console::strip_timestamp(l)),
+                c.lines[last..].join("\n")
+            ),
+        );
+    }
+    match c.exit {
+        Some(status) if status.success() => {}
+        Some(status) => {
+            return Judgement::fail(
+                Cause::Host,
+                format!("QEMU exited with a failure ({status}); see qemu-stderr.log"),
+            )
+        }
+        None => return Judgement::fail(Cause::Host, "QEMU's exit status is unknown".into()),
+    }
+    if matches!(s.check, Check::Kunit) {
+        return judge_kunit(c);
+    }
+    let mut plan = None;
+    let mut results = Vec::new();
+    for l in &text {
+        match ktap::parse_line(l) {
+            Some(Line::Plan { depth: 0, count }) => plan = Some(count),
+            Some(Line::Result(r)) if r.depth == 0 => results.push(r),
+            _ => {}
+        }
+    }
+    // Every check of the runner must pass: a skipped one proved nothing.
+    let failed: Vec<String> = results
+        .iter()
+        .filter(|r| !r.ok || r.skip)
+        .map(|r| {
+            let verdict = if r.ok { "ok" } else { "not ok" };
+            format!("{verdict} {} {} # {}", r.number, r.name, r.directive)
+        })
+        .collect();
+    if !failed.is_empty() {
+        return Judgement::fail(
+            Cause::Checks,
+            format!("guest checks failed or skipped:\n{}", failed.join("\n")),
+        );
+    }
+    if let Some(n) = plan {
+        if results.len() != n {
+            return Judgement::fail(
+                Cause::Checks,
+                format!("guest planned {n} checks but reported {}", results.len()),
+            );
+        }
+    }
+    for want in s.kernel_lines {
+        if !text.iter().any(|l| l.contains(want)) {
+            return Judgement::fail(Cause::Checks, format!("the kernel never printed `{want}`"));
+        }
+    }
+    if !text.contains(&DONE) {
+        return Judgement::fail(
+            Cause::Unfinished,
+            "the guest stopped before its scenario finished".into(),
+        );
+    }
+    let mut backed = String::new();
+    if matches!(s.check, Check::UserSpace) {
+        match account_user_space(c, device) {
+            Ok(summary) => backed = summary,
+            Err(e) => return Judgement::fail(Cause::Device, e),
+        }
+    }
+    if matches!(s.check, Check::Bench) {
+        match GuestFigures::parse(&text).and_then(|g| g.check_complete().map(|()| g)) {
+            Ok(g) => backed.push_str(&format!("; {}", g.summary())),
+            Err(e) => return Judgement::fail(Cause::Checks, e),
+        }
+    }
+    let mut timings = Timings::new();
+    if let Some(want) = s.driver() {
+        match judge_driver(want, c, device) {
+            Ok(summary) => backed.push_str(&summary),
+            Err(e) => return Judgement::fail(Cause::Device, e),
+        }
+        // The first unbind is the one unbind and unplug scenarios are about.
+        let first = |to| {
+            driver::between_ms(&c.lines, "remove_begin", to)
+                .first()
+                .copied()
+        };
+        if let Some(ms) = first("remove_done") {
+            backed.push_str(&format!(", remove() took {ms:.1} ms"));
+            timings.insert("remove_ms", ms);
+        }
+        if let Some(ms) = first("worker_stopped") {
+            backed.push_str(&format!(
+                ", the worker joined {ms:.1} ms after remove() began"
+            ));
+            timings.insert("unbind_ms", ms);
+        }
+    }
+    Judgement {
+        verdict: Verdict::Pass,
+        cause: None,
+        reason: format!(
+            "{}/{} guest checks ok, {} kernel lines seen{backed}, powered off after {:.1} s",
+            results.len(),
+            plan.unwrap_or(results.len()),
+            s.kernel_lines.len(),
+            c.elapsed.as_secs_f64()
+        ),
+        timings,
+    }
+}
+
+/// The servers' access logs, in attach order.
+fn logs(device: &[Stopped]) -> Vec<&[Access]> {
+    device.iter().map(|d| &d.log[..]).collect()
+}
+
+/// User space alone touched the device (no driver of ours): every access it
+/// reports is the device's next one, and the device saw nothing else.
+fn account_user_space(c: &Console, device: &[Stopped]) -> Result<String, String> {
+    let history = driver::history(&c.lines)?;
+    let n = accounting::account(&history, &logs(device))?;
+    let seen = oracle_check(c, &history, device)?;
+    if n.user == 0 || n.bindings > 0 {
+        return Err(format!(
+            "expected MMIO reports from user space only, got {} from user space and {} driver bindings",
+            n.user, n.bindings
+        ));
+    }
+    Ok(format!(
+        ", the device log holds exactly the {} reported MMIO accesses, in order{seen}",
+        n.user
+    ))
+}
+
+/// The MMIO oracle's side (`oracle::judge`), when it watched the boot.
+fn oracle_check(
+    c: &Console,
+    history: &[driver::Actor],
+    device: &[Stopped],
+) -> Result<String, String> {
+    match &c.oracle {
+        None => Ok(String::new()),
+        Some(Err(e)) => Err(format!("MMIO oracle: {e}")),
+        Some(Ok(log)) => oracle::judge(log, &c.lines, history, &logs(device)),
+    }
+}
+
+/// How long the guest must stay up after the first binding ended, watching
+/// for late device accesses (its `pcirig: settled` mark, written to
+/// /dev/kmsg so that it carries a printk stamp).
+const SETTLE_S: f64 = 1.0;
+
+/// The guest stayed up `SETTLE_S` after the first binding ended.
+fn settled(lines: &[String]) -> Result<f64, String> {
+    let ended = driver::event_at(lines, "worker_stopped")
+        .ok_or("the first binding never ended (no worker_stopped)")?;
+    let t0 = console::timestamp(&lines[ended]).ok_or("worker_stopped has no printk stamp")?;
+    let mark = lines[ended..]
+        .iter()
+        .find(|l| console::strip_timestamp(l) == SETTLED)
+        .ok_or(format!(
+            "the guest never printed `{SETTLED}` after the binding ended"
+        ))?;
+    let t1 = console::timestamp(mark).ok_or(format!("`{SETTLED}` has no printk stamp"))?;
+    if t1 - t0 < SETTLE_S {
+        return Err(format!(
+            "the guest settled only {:.2} s after the binding ended ({t0:.3} s to {t1:.3} s), less than {SETTLE_S} s",
+            t1 - t0
+        ));
+    }
+    Ok(t1 - t0)
+}
+
+/// The driver did what `want` says, and the device log agrees.
+fn judge_driver(want: &DriverExpect, c: &Console, device: &[Stopped]) -> Result<String, String> {
+    let lines = &c.lines[..];
+    let r = driver::report(lines);
+    let history = driver::history(lines)?;
+    let mut probes = 0;
+    let mut refused = Vec::new();
+    let bindings = history.iter().filter_map(|a| match a {
+        driver::Actor::Driver(b) => Some(b),
+        driver::Actor::User(_) => None,
+    });
+    for (k, b) in bindings.enumerate() {
+        match b.end().map_err(|e| format!("probe {}: {e}", k + 1))? {
+            driver::ProbeEnd::Bound => probes += 1,
+            driver::ProbeEnd::Refused(what) => refused.push(what),
+        }
+    }
+    if probes != want.probes {
+        return Err(format!(
+            "the driver bound {probes} times with every self-test step, expected {}",
+            want.probes
+        ));
+    }
+    if refused != want.refused {
+        return Err(format!(
+            "the driver refused the device for {refused:?}, expected {:?}",
+            want.refused
+        ));
+    }
+    if want.storm {
+        let soft = r
+            .all("irq")
+            .iter()
+            .filter(|rest| rest.starts_with("status=0x4 "))
+            .count();
+        let least = probes * (SELFTEST_SOFT_IRQS + STORM_IRQS);
+        if soft < least {
+            return Err(format!(
+                "the driver handled {soft} software interrupts in {probes} bindings, expected at least {least}: the device's own interrupts did not come"
+            ));
+        }
+    }
+    let modes = r.all("irq_mode");
+    if modes.len() < probes || modes.iter().any(|m| *m != want.irq_mode.name()) {
+        return Err(format!(
+            "the driver took its interrupts as {modes:?}, expected {} in every probe",
+            want.irq_mode.name()
+        ));
+    }
+    for event in ["remove_begin", "remove_done", "worker_stopped"] {
+        if r.count(event) != want.removes {
+            return Err(format!(
+                "driver printed `event {event}` {} times, expected {}",
+                r.count(event),
+                want.removes
+            ));
+        }
+    }
+    let kept = r.all("kept_handle");
+    if kept.len() != want.removes || kept.iter().any(|k| *k != "refused") {
+        return Err(format!(
+            "a handle kept across each of the {} unbinds must be refused: {kept:?}",
+            want.removes
+        ));
+    }
+    let n = accounting::account(&history, &logs(device))?;
+    let seen = oracle_check(c, &history, device)?;
+    let refusals = if refused.is_empty() {
+        String::new()
+    } else {
+        format!(", {} refused ({})", refused.len(), refused.join(", "))
+    };
+    let user = if n.user == 0 {
+        String::new()
+    } else {
+        format!(", {} from user space", n.user)
+    };
+    let mut summary = format!(
+        ", driver: {probes} probes with all {} steps{refusals}, {} removes; the device log holds exactly the {} MMIO accesses the driver reported in {} bindings{user}, and {} worker reads",
+        driver::STEPS.len(),
+        want.removes,
+        n.driver,
+        n.bindings,
+        n.worker
+    );
+    summary.push_str(&seen);
+    let deleted = c.events.iter().filter(|e| device::deleted(e)).count();
+    if deleted != want.unplugs {
+        return Err(format!(
+            "QEMU reported DEVICE_DELETED for `{}` {deleted} times, expected {}",
+            device::QEMU_ID,
+            want.unplugs
+        ));
+    }
+    if want.unplugs > 0 {
+        summary.push_str(&format!(", {deleted} DEVICE_DELETED"));
+    }
+    if want.busy_unbind {
+        let reason = format!("reason={:?} ", want.stop);
+        let gave_up = r.event("worker_gave_up").unwrap_or("");
+        if !gave_up.starts_with(&reason) {
+            return Err(format!(
+                "the worker did not stop by itself with {reason}: `{gave_up}`"
+            ));
+        }
+        let at = |event| driver::event_at(lines, event);
+        let (gave, began, done) = (at("worker_gave_up"), at("remove_begin"), at("remove_done"));
+        let when = match want.stop {
+            WorkerStop::Gone if gave < began => "before remove()",
+            WorkerStop::Refused if gave > done => "once remove() returned",
+            _ => return Err(format!("the worker stopped with {reason}at the wrong time: line {gave:?}, remove() lines {began:?} to {done:?}")),
+        };
+        let joined = r.event("worker_stopped").unwrap_or("");
+        if joined != gave_up {
+            return Err(format!(
+                "the binding's release saw the worker stop differently: `{joined}` against `{gave_up}`"
+            ));
+        }
+        summary.push_str(&format!(", worker gave up {when}: {gave_up}"));
+    }
+    if want.settle {
+        let s = settled(lines)?;
+        summary.push_str(&format!(
+            ", no device access in the {s:.1} s the guest stayed up after the first binding ended"
+        ));
+    }
+    Ok(summary)
+}
+
+/// KUnit's rules (`kunit::judge`).
+fn judge_kunit(c: &Console) -> Judgement {
+    match kunit::judge(&c.lines, kunit::EXPECTED_SKIPS) {
+        Ok(summary) => Judgement {
+            verdict: Verdict::Pass,
+            cause: None,
+            reason: summary,
+            timings: Timings::new(),
+        },
+        Err(e) => Judgement::fail(Cause::Checks, e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::*;
+    use std::os::unix::process::ExitStatusExt;
+    use std::time::Duration;
+
+    fn console(lines: &[&str], timed_out: bool) -> Console {
+        Console {
+            lines: lines.iter().map(|s| s.to_string()).collect(),
+            timed_out,
+            exit: Some(ExitStatusExt::from_raw(0)),
+            host_failures: vec![],
+            oracle: None,
+            elapsed: Duration::from_millis(1500),
+            events: vec![],
+        }
+    }
+
+    const GOOD: &[&str] = &[
+        "[    0.1] Linux version 6.12",
+        "KTAP version 1",
+        "1..2",
+        "[    0.5] rust_minimal: Rust minimal sample (init)",
+        "ok 1 insmod_rust_minimal",
+        "[    0.6] rust_minimal: My numbers are [72, 108, 200]",
+        "[    0.6] rust_minimal: Rust minimal sample (exit)",
+        "ok 2 rmmod_rust_minimal",
+        "pcirig: done",
+    ];
+
+    #[test]
+    fn a_clean_boot_passes() {
+        let j = judge(&BOOT, &console(GOOD, false), &[]);
+        assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
+        assert!(j.reason.starts_with("2/2 guest checks ok"), "{}", j.reason);
+    }
+
+    #[test]
+    fn bench_fails_without_its_figures_and_passes_with_them() {
+        let runner = [
+            "KTAP version 1",
+            "1..1",
+            "ok 1 insmod_bench",
+            "pcirig: done",
+        ];
+        let j = judge(&BENCH, &console(&runner, false), &[]);
+        assert_eq!(j.cause, Some(Cause::Checks));
+        assert!(
+            j.reason
+                .starts_with("bench lines missing: mmio dev=pci-testdev, mmio dev=pci-rig, window"),
+            "{}",
+            j.reason
+        );
+        let mut lines = runner.to_vec();
+        let figures = [
+            "x: bench mmio dev=pci-testdev reads=3232 raw_ns=200 devres_ns=204 guard_ns=200 access_ns=201",
+            "x: bench mmio dev=pci-rig reads=3232 raw_ns=70000 devres_ns=70100 guard_ns=70000 access_ns=70000",
+            "x: bench window bytes=65536 ns=1000000000 kib_per_s=64",
+            "x: bench irq mode=msi samples=101 median_ns=40000 lost=0",
+            "x: bench revoke_each k=1 ns=1",
+            "x: bench revoke_each k=16 ns=16",
+            "x: bench revoke_each k=64 ns=64",
+            "x: bench unbind k=1 worker=idle remove_ns=1 total_ns=1000000",
+            "x: bench unbind k=16 worker=idle remove_ns=1 total_ns=1000000",
+            "x: bench unbind k=64 worker=idle remove_ns=1 total_ns=1000000",
+            "x: bench unbind k=1 worker=busy remove_ns=1 total_ns=2000000",
+            "x: bench unbind k=16 worker=busy remove_ns=1 total_ns=2000000",
+            "x: bench unbind k=64 worker=busy remove_ns=1 total_ns=2000000",
+        ];
+        lines.splice(3..3, figures);
+        let j = judge(&BENCH, &console(&lines, false), &[]);
+        assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
+        assert!(
+            j.reason.contains("pci-testdev read 200 ns raw, b/a 1.02"),
+            "{}",
+            j.reason
+        );
+        lines[4] = "x: bench mmio dev=pci-rig reads=3232 raw_ns=seventy devres_ns=1 guard_ns=1";
+        let j = judge(&BENCH, &console(&lines, false), &[]);
+        assert!(
+            j.reason.starts_with("raw_ns= is not a number"),
+            "{}",
+            j.reason
+        );
+    }
+
+    #[test]
+    fn an_unplug_the_guest_asked_for_must_be_one_qemu_did() {
+        let mut lines = GOOD.to_vec();
+        lines.insert(2, "pcirig: host unplug");
+        let j = judge(&BOOT, &console(&lines, false), &[]);
+        assert_eq!(j.cause, Some(Cause::Host), "{}", j.reason);
+        assert!(
+            j.reason.contains(
+                "asked for 1 unplugs of our device, QEMU reported DEVICE_DELETED 0 times"
+            ),
+            "{}",
+            j.reason
+        );
+        let mut c = console(&lines, false);
+        c.events =
+            vec![serde_json::json!({"event": "DEVICE_DELETED", "data": {"device": "pcirig"}})];
+        let j = judge(&BOOT, &c, &[]);
+        assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
+    }
+
+    #[test]
+    fn a_timeout_fails_with_the_last_lines() {
+        let j = judge(&BOOT, &console(&GOOD[..4], true), &[]);
+        assert_eq!(j.cause, Some(Cause::Timeout));
+        assert!(j.reason.starts_with("timeout after 120 s without powering off (last line: rust_minimal: Rust minimal sample (init))"), "{}", j.reason);
+    }
+
+    #[test]
+    fn a_splat_fails_even_when_everything_else_passed() {
+        let mut lines = GOOD.to_vec();
+        lines.insert(
+            5,
+            "[    0.55] WARNING: CPU: 0 PID: 1 at lib/x.c:1 f+0x0/0x1",
+        );
+        let j = judge(&BOOT, &console(&lines, false), &[]);
+        assert_eq!(j.cause, Some(Cause::Splat(Splat::Warning)));
+        assert!(
+            j.reason
+                .starts_with("WARNING: WARNING: CPU: 0 PID: 1 at lib/x.c:1"),
+            "{}",
+            j.reason
+        );
+    }
+
+    #[test]
+    fn failed_missing_and_unfinished_checks_fail() {
+        let mut bad = GOOD.to_vec();
+        bad[7] = "not ok 2 rmmod_rust_minimal # rmmod: can't unload";
+        assert_eq!(
+            judge(&BOOT, &console(&bad, false), &[]).cause,
+            Some(Cause::Checks)
+        );
+
+        let mut short = GOOD.to_vec();
+        short.remove(7);
+        let j = judge(&BOOT, &console(&short, false), &[]);
+        assert!(
+            j.reason.contains("planned 2 checks but reported 1"),
+            "{}",
+            j.reason
+        );
+
+        let mut no_exit = GOOD.to_vec();
+        no_exit.remove(6);
+        let j = judge(&BOOT, &console(&no_exit, false), &[]);
+        assert!(j.reason.contains("(exit)"), "{}", j.reason);
+
+        let j = judge(&BOOT, &console(&GOOD[..8], false), &[]);
+        assert_eq!(j.cause, Some(Cause::Unfinished));
+    }
+
+    #[test]
+    fn a_failed_host_action_a_refused_request_or_a_failed_qemu_fails_the_boot() {
+        let mut c = console(GOOD, false);
+        c.host_failures = vec!["host unplug: QMP device_del: Device 'pcirig' not found".into()];
+        let j = judge(&BOOT, &c, &[]);
+        assert_eq!(j.cause, Some(Cause::Host));
+        assert!(
+            j.reason.contains("Device 'pcirig' not found"),
+            "{}",
+            j.reason
+        );
+
+        let mut c = console(GOOD, false);
+        c.host_failures =
+            vec![r#"device request {"cmd":"set_knobs","nope":1}: device refused"#.into()];
+        assert_eq!(judge(&BOOT, &c, &[]).cause, Some(Cause::Host));
+
+        let mut c = console(GOOD, false);
+        c.exit = Some(ExitStatusExt::from_raw(1 << 8));
+        let j = judge(&BOOT, &c, &[]);
+        assert_eq!(j.cause, Some(Cause::Host));
+        assert!(
+            j.reason
+                .contains("QEMU exited with a failure (exit status: 1)"),
+            "{}",
+            j.reason
+        );
+        c.exit = None;
+        assert_eq!(judge(&BOOT, &c, &[]).cause, Some(Cause::Host));
+    }
+
+    #[test]
+    fn a_failing_check_that_says_skip_fails_and_a_skipped_check_fails_too() {
+        let mut bad = GOOD.to_vec();
+        bad[7] = "not ok 2 rmmod_rust_minimal # skipping: rmmod: can't unload";
+        let j = judge(&BOOT, &console(&bad, false), &[]);
+        assert_eq!(j.cause, Some(Cause::Checks), "{}", j.reason);
+        bad[7] = "ok 2 rmmod_rust_minimal # SKIP not tried";
+        let j = judge(&BOOT, &console(&bad, false), &[]);
+        assert_eq!(j.cause, Some(Cause::Checks), "{}", j.reason);
+        assert!(
+            j.reason
+                .contains("ok 2 rmmod_rust_minimal # SKIP not tried"),
+            "{}",
+            j.reason
+        );
+    }
+
+    #[test]
+    fn kunit_boots_are_judged_by_kunits_rules() {
+        // Complete and passing, but without most of our modules' doctests.
+        let few = [
+            "[    1.0] KTAP version 1",
+            "[    1.0] 1..1",
+            "[    1.0]     # Subtest: rust_doctests_kernel",
+            "[    1.0]     1..2",
+            "[    1.0]     ok 1 rust_doctest_kernel_revocable_rs_0",
+            "[    1.0]     ok 2 rust_doctest_kernel_io_rs_0",
+            "[    1.0] ok 1 rust_doctests_kernel",
+            "pcirig: done",
+        ];
+        let j = judge(&KUNIT, &console(&few, false), &[]);
+        assert_eq!(j.cause, Some(Cause::Checks));
+        assert!(
+            j.reason
+                .contains("module io: 1 doctests ran, at least 40 expected"),
+            "{}",
+            j.reason
+        );
+        let j = judge(&KUNIT, &console(&few[7..], false), &[]);
+        assert!(j.reason.contains("no suites"), "{}", j.reason);
+    }
+
+    fn access(seq: u64, offset: u64, value: u64, kind: &str) -> Access {
+        Access {
+            seq,
+            time_ns: seq,
+            region: "bar0".into(),
+            offset,
+            size: 4,
+            value: Some(value),
+            kind: kind.into(),
+            class: "ok".into(),
+        }
+    }
+
+    const MAGIC_READ: &str = "# mmio r bar0 0x0 4 0x70726967";
+
+    /// A probe that passes every self-test step, reporting one MMIO access
+    /// (the MAGIC read); the device saw `magic_read()`.
+    fn probe() -> Vec<String> {
+        let mut texts = vec![
+            "event probe_begin".to_string(),
+            "event irq_mode msi".into(),
+            MAGIC_READ.into(),
+        ];
+        texts.extend(driver::STEPS.iter().map(|s| format!("step {s} ok x=1")));
+        texts.push("event probe_done".into());
+        texts
+    }
+
+    fn magic_read(seq: u64) -> Access {
+        access(seq, 0, 0x7072_6967, "read")
+    }
+
+    /// `[ S ] pci_rig 0000:01:00.0: TEXT`, or `[ S ] TEXT` for the guest's
+    /// own `pcirig:` marks.
+    fn at(secs: f64, text: &str) -> String {
+        if text.starts_with("pcirig:") {
+            format!("[{secs:12.6}] {text}")
+        } else {
+            format!("[{secs:12.6}] pci_rig 0000:01:00.0: {text}")
+        }
+    }
+
+    /// An unbind with the worker busy, then the guest up 1.1 s longer.
+    fn unbind_console() -> Vec<String> {
+        let mut lines: Vec<String> = probe().iter().map(|t| at(1.0, t)).collect();
+        lines.extend([
+            at(2.0, "event remove_begin"),
+            at(2.0, "# mmio w bar0 0x50 4 0x1"),
+            at(2.001, "event remove_done"),
+            at(2.002, "event worker_gave_up reason=Refused accesses=2"),
+            at(2.003, "event worker_stopped reason=Refused accesses=2"),
+            at(2.003, "event kept_handle refused"),
+            at(3.103, "pcirig: settled"),
+        ]);
+        lines
+    }
+
+    fn unbind_log() -> Vec<Access> {
+        vec![
+            magic_read(1),
+            magic_read(2),
+            access(3, 0x50, 1, "write"),
+            magic_read(4),
+        ]
+    }
+
+    fn replaced(lines: &[String], from: &str, to: &str) -> Vec<String> {
+        let i = lines
+            .iter()
+            .position(|l| l.ends_with(from))
+            .unwrap_or_else(|| panic!("no line ending in {from}"));
+        let mut out = lines.to_vec();
+        out[i] = out[i].replace(from, to);
+        out
+    }
+
+    fn without(lines: &[String], text: &str) -> Vec<String> {
+        let i = lines.iter().position(|l| l.ends_with(text)).unwrap();
+        let mut out = lines.to_vec();
+        out.remove(i);
+        out
+    }
+
+    fn judge_unbind(lines: &[String], log: &[Access]) -> Result<String, String> {
+        judge_driver(
+            UNBIND.driver().unwrap(),
+            &console_of(lines, vec![]),
+            &stopped(log),
+        )
+    }
+
+    #[test]
+    fn unbind_passes_with_a_refused_worker_an_exact_device_log_and_a_settled_guest() {
+        let ok = judge_unbind(&unbind_console(), &unbind_log()).unwrap();
+        assert!(
+            ok.contains("worker gave up once remove() returned: reason=Refused accesses=2")
+                && ok.contains(
+                    "exactly the 2 MMIO accesses the driver reported in 1 bindings, and 2 worker reads"
+                )
+                && ok.contains("in the 1.1 s the guest stayed up"),
+            "{ok}"
+        );
+    }
+
+    #[test]
+    fn unbind_fails_on_a_late_access_a_missing_one_or_a_short_settle() {
+        let (lines, log) = (unbind_console(), unbind_log());
+        let mut late = log.clone();
+        late.push(magic_read(5));
+        let e = judge_unbind(&lines, &late).unwrap_err();
+        assert!(
+            e.contains("1 access nothing the guest reported accounts for"),
+            "{e}"
+        );
+        // The driver's word alone is not enough: its accesses must be in the log.
+        let e = judge_unbind(&lines, &log[1..]).unwrap_err();
+        assert!(e.contains("binding 1"), "{e}");
+        let short = replaced(
+            &lines,
+            "[    3.103000] pcirig: settled",
+            "[    2.503000] pcirig: settled",
+        );
+        let e = judge_unbind(&short, &log).unwrap_err();
+        assert!(
+            e.contains("settled only 0.50 s after the binding ended"),
+            "{e}"
+        );
+        let e = judge_unbind(&without(&lines, "pcirig: settled"), &log).unwrap_err();
+        assert!(e.contains("never printed `pcirig: settled`"), "{e}");
+    }
+
+    #[test]
+    fn unbind_fails_when_the_worker_stops_wrongly_or_the_handle_is_kept() {
+        let (lines, log) = (unbind_console(), unbind_log());
+        let gave_up = lines
+            .iter()
+            .position(|l| l.contains("worker_gave_up"))
+            .unwrap();
+        let began = lines
+            .iter()
+            .position(|l| l.contains("remove_begin"))
+            .unwrap();
+        let mut early = lines.clone();
+        early.swap(gave_up, began);
+        let e = judge_unbind(&early, &log).unwrap_err();
+        assert!(e.contains("at the wrong time"), "{e}");
+        let gone = replaced(
+            &lines,
+            "worker_gave_up reason=Refused accesses=2",
+            "worker_gave_up reason=Gone accesses=2",
+        );
+        let e = judge_unbind(&gone, &log).unwrap_err();
+        assert!(
+            e.contains("did not stop by itself with reason=Refused"),
+            "{e}"
+        );
+        let kept = replaced(
+            &lines,
+            "kept_handle refused",
+            "kept_handle STILL_ACCESSIBLE",
+        );
+        let e = judge_unbind(&kept, &log).unwrap_err();
+        assert!(e.contains("kept across each of the 1 unbinds"), "{e}");
+        let e = judge_unbind(&without(&lines, "kept_handle refused"), &log).unwrap_err();
+        assert!(e.contains("kept across"), "{e}");
+    }
+
+    #[test]
+    fn every_probe_needs_every_self_test_step() {
+        let (lines, log) = (unbind_console(), unbind_log());
+        let e = judge_unbind(&without(&lines, "step crc32 ok x=1"), &log).unwrap_err();
+        assert!(e.contains("probe 1: self-test steps"), "{e}");
+        let failed = replaced(&lines, "step invert ok x=1", "step invert FAIL status=0x6");
+        let e = judge_unbind(&failed, &log).unwrap_err();
+        assert!(
+            e.contains("self-test steps failed: invert (status=0x6)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn mmio_fails_without_claims_and_with_an_unreported_access() {
+        let want = *MMIO.driver().unwrap();
+        let lines: Vec<String> = probe().iter().map(|t| at(1.0, t)).collect();
+        let log = [magic_read(1), magic_read(2), magic_read(3)];
+        let mmio = |lines: &[String], log: &[Access]| {
+            judge_driver(&want, &console_of(lines, vec![]), &stopped(log))
+        };
+        let ok = mmio(&lines, &log).unwrap();
+        assert!(
+            ok.contains("exactly the 1 MMIO accesses the driver reported"),
+            "{ok}"
+        );
+        let e = mmio(&without(&lines, MAGIC_READ), &log).unwrap_err();
+        assert!(e.contains("reported no MMIO access during probe"), "{e}");
+        let mut extra = log.to_vec();
+        extra.insert(0, access(9, 0x8, 0, "read"));
+        let e = mmio(&lines, &extra).unwrap_err();
+        assert!(
+            e.contains("the device's next access was #9 read bar0 0x8"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn probe_error_needs_every_refusal_then_a_clean_probe() {
+        let want = *PROBE_ERROR.driver().unwrap();
+        let refusal = |what: &str, value: &str| {
+            vec![
+                at(1.0, "event probe_begin"),
+                at(1.0, MAGIC_READ),
+                at(1.0, &format!("step identify FAIL {what} {value}, …")),
+            ]
+        };
+        let mut lines = refusal("magic", "0xbad0bad");
+        lines[1] = at(1.0, "# mmio r bar0 0x0 4 0xbad0bad");
+        let mut version = refusal("version", "0x20000");
+        version.insert(2, at(1.0, "# mmio r bar0 0x4 4 0x20000"));
+        lines.extend(version);
+        lines.extend([
+            at(2.0, "event probe_begin"),
+            at(2.0, MAGIC_READ),
+            at(2.0, "step identify ok x=1"),
+            at(
+                2.0,
+                "step scratch FAIL no interrupt within 100 ms; status=0x2",
+            ),
+        ]);
+        lines.extend(probe().iter().map(|t| at(3.0, t)));
+        let log = [
+            access(1, 0, 0x0bad_0bad, "read"),
+            magic_read(2),
+            access(3, 4, 0x2_0000, "read"),
+            magic_read(4),
+            magic_read(5),
+        ];
+        let judge_it =
+            |lines: &[String]| judge_driver(&want, &console_of(lines, vec![]), &stopped(&log));
+        let ok = judge_it(&lines).unwrap();
+        assert!(ok.contains("3 refused (magic, version, interrupt)"), "{ok}");
+        let only_magic = [&lines[..3], &lines[7..]].concat();
+        let log = [access(1, 0, 0x0bad_0bad, "read"), magic_read(2)];
+        let e = judge_driver(&want, &console_of(&only_magic, vec![]), &stopped(&log)).unwrap_err();
+        assert!(
+            e.contains(
+                r#"refused the device for ["magic", "interrupt"], expected ["magic", "version", "interrupt"]"#
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn surprise_needs_the_worker_to_give_up_and_qemu_to_delete_the_device() {
+        let mut lines: Vec<String> = probe().iter().map(|t| at(1.0, t)).collect();
+        lines.extend([
+            at(1.5, "event worker_gave_up reason=Gone accesses=1"),
+            at(2.0, "event remove_begin"),
+            at(2.0, "# mmio w bar0 0x50 4 0x1"),
+            at(2.0, "event remove_done"),
+            at(2.1, "event worker_stopped reason=Gone accesses=1"),
+            at(2.1, "event kept_handle refused"),
+            at(3.2, "pcirig: settled"),
+        ]);
+        let log = [
+            magic_read(1),
+            access(2, 0, 0xffff_ffff, "read"),
+            access(3, 0x50, 1, "write"),
+        ];
+        let deleted = serde_json::json!({"event": "DEVICE_DELETED", "data": {"device": "pcirig"}});
+        let want = *SURPRISE.driver().unwrap();
+        let ok = judge_driver(
+            &want,
+            &console_of(&lines, vec![deleted.clone()]),
+            &stopped(&log),
+        );
+        assert!(ok
+            .unwrap()
+            .contains("worker gave up before remove(): reason=Gone"));
+
+        let e = judge_driver(&want, &console_of(&lines, vec![]), &stopped(&log)).unwrap_err();
+        assert!(e.contains("DEVICE_DELETED"), "{e}");
+
+        let refused = replaced(
+            &lines,
+            "reason=Gone accesses=1",
+            "reason=Refused accesses=1",
+        );
+        let e =
+            judge_driver(&want, &console_of(&refused, vec![deleted]), &stopped(&log)).unwrap_err();
+        assert!(e.contains("did not stop by itself with reason=Gone"), "{e}");
+    }
+
+    #[test]
+    fn device_needs_user_space_reports_matching_the_log_exactly() {
+        let runner = [
+            "KTAP version 1",
+            "1..1",
+            MAGIC_READ,
+            "ok 1 magic",
+            "pcirig: done",
+        ];
+        let mut log = vec![magic_read(1)];
+        let j = judge(&DEVICE, &console(&runner, false), &stopped(&log));
+        assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
+        log.push(access(2, 0x8, 0, "write"));
+        let j = judge(&DEVICE, &console(&runner, false), &stopped(&log));
+        assert_eq!(j.cause, Some(Cause::Device));
+        assert!(
+            j.reason.contains("1 access nothing the guest reported"),
+            "{}",
+            j.reason
+        );
+        let j = judge(
+            &DEVICE,
+            &console(&[runner[0], runner[1], runner[3], runner[4]], false),
+            &stopped(&[]),
+        );
+        assert!(
+            j.reason.contains("expected MMIO reports from user space"),
+            "{}",
+            j.reason
+        );
+    }
+
+    fn console_of(lines: &[String], events: Vec<serde_json::Value>) -> Console {
+        Console {
+            lines: lines.to_vec(),
+            timed_out: false,
+            exit: Some(ExitStatusExt::from_raw(0)),
+            host_failures: vec![],
+            oracle: None,
+            elapsed: Duration::ZERO,
+            events,
+        }
+    }
+
+    fn stopped(log: &[Access]) -> Vec<Stopped> {
+        use std::os::unix::process::ExitStatusExt;
+        vec![Stopped {
+            died: None,
+            status: std::process::ExitStatus::from_raw(0),
+            log: log.to_vec(),
+        }]
+    }
+
+    #[test]
+    fn a_server_that_failed_is_a_death_one_that_saw_qemu_hang_up_is_not() {
+        use std::os::unix::process::ExitStatusExt;
+        let runner = ["KTAP version 1", "1..1", "ok 1 find_dev", "pcirig: done"];
+        let s = Scenario {
+            machine: Machine::Device,
+            ..Scenario::runner("device-ish", "", Duration::from_secs(60))
+        };
+        let mut servers = stopped(&[]);
+        servers[0].died = Some(std::process::ExitStatus::from_raw(0));
+        let j = judge(&s, &console(&runner, false), &servers);
+        assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
+        servers.push(stopped(&[]).remove(0));
+        servers[1].died = Some(std::process::ExitStatus::from_raw(1 << 8));
+        let j = judge(&s, &console(&runner, false), &servers);
+        assert_eq!(j.cause, Some(Cause::Device), "{}", j.reason);
+        assert!(j.reason.contains("exit status: 1"), "{}", j.reason);
+    }
+}
