@@ -241,27 +241,27 @@ fn watches_each_machines_pci_windows() {
     }
 }
 
+/// Judging `log` with the unbind console and device log fails saying `says`.
+fn fails_saying(log: &Log, says: &str) {
+    let e = judged(log, &unbind_console(), &device_log()).unwrap_err();
+    assert!(e.contains(says), "wanted `{says}`: {e}");
+}
+
 #[test]
 fn fails_when_the_oracle_was_never_armed() {
     let mut log = oracle_log();
     log.armed = None;
-    let e = judged(&log, &unbind_console(), &device_log()).unwrap_err();
-    assert!(e.contains("the MMIO oracle was never armed"), "{e}");
+    fails_saying(&log, "the MMIO oracle was never armed");
     let mut log = oracle_log();
     log.host = None;
-    let e = judged(&log, &unbind_console(), &device_log()).unwrap_err();
-    assert!(e.contains("the host never saw it so"), "{e}");
+    fails_saying(&log, "the host never saw it so");
 }
 
 #[test]
 fn fails_on_an_access_the_plugin_logged_before_arming() {
     let mut log = oracle_log();
     log.armed = Some(3);
-    let e = judged(&log, &unbind_console(), &device_log()).unwrap_err();
-    assert!(
-        e.contains("logged access #2 before it was armed (#3)"),
-        "{e}"
-    );
+    fails_saying(&log, "logged access #2 before it was armed (#3)");
 }
 
 #[test]
@@ -270,10 +270,9 @@ fn fails_on_a_device_access_before_arming() {
     // first two BAR accesses happened unwatched.
     let mut log = oracle_log();
     log.host.as_mut().unwrap().device_next_seq = Some(3);
-    let e = judged(&log, &unbind_console(), &device_log()).unwrap_err();
-    assert!(
-        e.contains("the device logged 2 BAR accesses before the MMIO oracle was armed (first: #1 read bar0 0x0 size 4)"),
-        "{e}"
+    fails_saying(
+        &log,
+        "the device logged 2 BAR accesses before the MMIO oracle was armed (first: #1 read bar0 0x0 size 4)",
     );
     // Config-space accesses before arming (enumeration) are no BAR's.
     let mut device = device_log();
