@@ -19,7 +19,7 @@ use crate::driver::{Actor, Binding};
 const WORKER_READS: u64 = 0x0;
 
 /// What the accounting matched.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Accounted {
     pub bindings: usize,
     /// Driver `# mmio` lines, each matched to one device access.

@@ -17,7 +17,7 @@
 use crate::arch::Arch;
 use crate::figures::{self, median, GuestFigures, Mmio, KS};
 use crate::kernel::Flavor;
-use crate::report::{Outcome, Verdict};
+use crate::report::Verdict;
 use crate::run::{self, TestOptions};
 use crate::scenario;
 use crate::svg::{self, Bar, Panel};
@@ -398,17 +398,6 @@ fn commit(paths: &Paths) -> String {
         )
 }
 
-/// The serial log of a scenario run, from its outcome.
-fn serial_log(paths: &Paths, o: &Outcome) -> PathBuf {
-    let log = PathBuf::from(&o.log);
-    if log.is_absolute() {
-        log
-    } else {
-        paths.root.join(log)
-    }
-    .join("serial.log")
-}
-
 /// Sets `PCI_RIG_ORACLE` for the runs that follow and puts the caller's
 /// value back when dropped.
 struct OracleSwitch {
@@ -544,21 +533,19 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
             .filter(|o| o.verdict == Verdict::Pass)
             .map(|o| o.duration_s)
             .collect();
-        // The figures of each passing boot of `name`; the others are said and left out.
+        // The figures of each passing boot of `name` (the judge's
+        // findings); the others are said and left out.
         let figures = |name: &'static str| -> Vec<GuestFigures> {
             ours(name)
-                .filter_map(|o| {
-                    let text = std::fs::read_to_string(serial_log(paths, o)).unwrap_or_default();
-                    let lines: Vec<&str> = text.lines().collect();
-                    match GuestFigures::parse(&lines) {
-                        Ok(g) if o.verdict == Verdict::Pass => return Some(g),
-                        Ok(_) => eprintln!(
+                .filter_map(|o| match (&o.findings.figures, o.verdict) {
+                    (Some(g), Verdict::Pass) => Some(g.clone()),
+                    _ => {
+                        eprintln!(
                             "bench: {arch} {name} boot failed: {}",
                             o.reason.lines().next().unwrap_or("")
-                        ),
-                        Err(e) => eprintln!("bench: {arch} {name}: {e}"),
+                        );
+                        None
                     }
-                    None
                 })
                 .collect()
         };

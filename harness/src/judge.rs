@@ -2,7 +2,7 @@
 //! besides the runner's KTAP, the kernel's own lines, the absence of any
 //! splat and a clean poweroff all have to agree.
 
-use crate::accounting;
+use crate::accounting::{self, Accounted};
 use crate::console::{self, Splat};
 use crate::device::{self, Access, Stopped};
 use crate::driver;
@@ -14,6 +14,7 @@ use crate::oracle;
 use crate::qemu::Console;
 use crate::report::{Timings, Verdict};
 use crate::scenario::{Check, DriverExpect, Scenario, WorkerStop, STORM_IRQS};
+use serde::Serialize;
 
 /// Software interrupts each probe's self-test raises (`step irq`).
 const SELFTEST_SOFT_IRQS: usize = 10;
@@ -38,15 +39,50 @@ pub struct Judgement {
     pub reason: String,
     /// What a passing boot measured on the way (`remove_ms`, `unbind_ms`).
     pub timings: Timings,
+    /// What the judge established, typed, for report.json and `bench`.
+    pub findings: Findings,
+}
+
+/// What judging a boot established, beyond its verdict: read by the
+/// report and `cargo xtask bench`, which need not parse the logs again.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Findings {
+    /// Guest checks (KTAP results) that passed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guest_checks: Option<usize>,
+    /// How the device's log (and the MMIO oracle's) was accounted for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accounted: Option<Accounted>,
+    /// `bench`'s figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub figures: Option<GuestFigures>,
+}
+
+impl Findings {
+    pub fn is_empty(&self) -> bool {
+        *self == Findings::default()
+    }
 }
 
 impl Judgement {
-    fn fail(cause: Cause, reason: String) -> Self {
+    pub fn fail(cause: Cause, reason: String) -> Self {
         Judgement {
             verdict: Verdict::Fail,
             cause: Some(cause),
             reason,
             timings: Timings::new(),
+            findings: Findings::default(),
+        }
+    }
+
+    /// A verdict reached without judging a boot (no boot, or a skip).
+    pub fn plain(verdict: Verdict, reason: String) -> Self {
+        Judgement {
+            verdict,
+            cause: None,
+            reason,
+            timings: Timings::new(),
+            findings: Findings::default(),
         }
     }
 }
@@ -169,22 +205,35 @@ pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
         );
     }
     let mut backed = String::new();
+    let mut findings = Findings {
+        guest_checks: Some(results.len()),
+        ..Findings::default()
+    };
     if matches!(s.check, Check::UserSpace) {
         match account_user_space(c, device) {
-            Ok(summary) => backed = summary,
+            Ok((summary, n)) => {
+                backed = summary;
+                findings.accounted = Some(n);
+            }
             Err(e) => return Judgement::fail(Cause::Device, e),
         }
     }
     if matches!(s.check, Check::Bench) {
         match GuestFigures::parse(&text).and_then(|g| g.check_complete().map(|()| g)) {
-            Ok(g) => backed.push_str(&format!("; {}", g.summary())),
+            Ok(g) => {
+                backed.push_str(&format!("; {}", g.summary()));
+                findings.figures = Some(g);
+            }
             Err(e) => return Judgement::fail(Cause::Checks, e),
         }
     }
     let mut timings = Timings::new();
     if let Some(want) = s.driver() {
         match judge_driver(want, c, device) {
-            Ok(summary) => backed.push_str(&summary),
+            Ok((summary, n)) => {
+                backed.push_str(&summary);
+                findings.accounted = Some(n);
+            }
             Err(e) => return Judgement::fail(Cause::Device, e),
         }
         // The first unbind is the one unbind and unplug scenarios are about.
@@ -215,6 +264,7 @@ pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
             c.elapsed.as_secs_f64()
         ),
         timings,
+        findings,
     }
 }
 
@@ -225,7 +275,7 @@ fn logs(device: &[Stopped]) -> Vec<&[Access]> {
 
 /// User space alone touched the device (no driver of ours): every access it
 /// reports is the device's next one, and the device saw nothing else.
-fn account_user_space(c: &Console, device: &[Stopped]) -> Result<String, String> {
+fn account_user_space(c: &Console, device: &[Stopped]) -> Result<(String, Accounted), String> {
     let history = driver::history(&c.lines)?;
     let n = accounting::account(&history, &logs(device))?;
     let seen = oracle_check(c, &history, device)?;
@@ -235,10 +285,11 @@ fn account_user_space(c: &Console, device: &[Stopped]) -> Result<String, String>
             n.user, n.bindings
         ));
     }
-    Ok(format!(
+    let summary = format!(
         ", the device log holds exactly the {} reported MMIO accesses, in order{seen}",
         n.user
-    ))
+    );
+    Ok((summary, n))
 }
 
 /// The MMIO oracle's side (`oracle::judge`), when it watched the boot.
@@ -281,7 +332,11 @@ fn settled(lines: &[String]) -> Result<f64, String> {
 }
 
 /// The driver did what `want` says, and the device log agrees.
-fn judge_driver(want: &DriverExpect, c: &Console, device: &[Stopped]) -> Result<String, String> {
+fn judge_driver(
+    want: &DriverExpect,
+    c: &Console,
+    device: &[Stopped],
+) -> Result<(String, Accounted), String> {
     let lines = &c.lines[..];
     let r = driver::report(lines);
     let history = driver::history(lines)?;
@@ -406,7 +461,7 @@ fn judge_driver(want: &DriverExpect, c: &Console, device: &[Stopped]) -> Result<
             ", no device access in the {s:.1} s the guest stayed up after the first binding ended"
         ));
     }
-    Ok(summary)
+    Ok((summary, n))
 }
 
 /// KUnit's rules (`kunit::judge`).
@@ -417,6 +472,7 @@ fn judge_kunit(c: &Console) -> Judgement {
             cause: None,
             reason: summary,
             timings: Timings::new(),
+            findings: Findings::default(),
         },
         Err(e) => Judgement::fail(Cause::Checks, e),
     }
@@ -425,6 +481,11 @@ fn judge_kunit(c: &Console) -> Judgement {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `judge_driver`'s summary alone.
+    fn judged(want: &DriverExpect, c: &Console, device: &[Stopped]) -> Result<String, String> {
+        judge_driver(want, c, device).map(|(summary, _)| summary)
+    }
     use crate::scenario::*;
     use std::os::unix::process::ExitStatusExt;
     use std::time::Duration;
@@ -737,7 +798,7 @@ mod tests {
     }
 
     fn judge_unbind(lines: &[String], log: &[Access]) -> Result<String, String> {
-        judge_driver(
+        judged(
             UNBIND.driver().unwrap(),
             &console_of(lines, vec![]),
             &stopped(log),
@@ -839,7 +900,7 @@ mod tests {
         let lines: Vec<String> = probe().iter().map(|t| at(1.0, t)).collect();
         let log = [magic_read(1), magic_read(2), magic_read(3)];
         let mmio = |lines: &[String], log: &[Access]| {
-            judge_driver(&want, &console_of(lines, vec![]), &stopped(log))
+            judged(&want, &console_of(lines, vec![]), &stopped(log))
         };
         let ok = mmio(&lines, &log).unwrap();
         assert!(
@@ -889,13 +950,12 @@ mod tests {
             magic_read(4),
             magic_read(5),
         ];
-        let judge_it =
-            |lines: &[String]| judge_driver(&want, &console_of(lines, vec![]), &stopped(&log));
+        let judge_it = |lines: &[String]| judged(&want, &console_of(lines, vec![]), &stopped(&log));
         let ok = judge_it(&lines).unwrap();
         assert!(ok.contains("3 refused (magic, version, interrupt)"), "{ok}");
         let only_magic = [&lines[..3], &lines[7..]].concat();
         let log = [access(1, 0, 0x0bad_0bad, "read"), magic_read(2)];
-        let e = judge_driver(&want, &console_of(&only_magic, vec![]), &stopped(&log)).unwrap_err();
+        let e = judged(&want, &console_of(&only_magic, vec![]), &stopped(&log)).unwrap_err();
         assert!(
             e.contains(
                 r#"refused the device for ["magic", "interrupt"], expected ["magic", "version", "interrupt"]"#
@@ -923,7 +983,7 @@ mod tests {
         ];
         let deleted = serde_json::json!({"event": "DEVICE_DELETED", "data": {"device": "pcirig"}});
         let want = *SURPRISE.driver().unwrap();
-        let ok = judge_driver(
+        let ok = judged(
             &want,
             &console_of(&lines, vec![deleted.clone()]),
             &stopped(&log),
@@ -932,7 +992,7 @@ mod tests {
             .unwrap()
             .contains("worker gave up before remove(): reason=Gone"));
 
-        let e = judge_driver(&want, &console_of(&lines, vec![]), &stopped(&log)).unwrap_err();
+        let e = judged(&want, &console_of(&lines, vec![]), &stopped(&log)).unwrap_err();
         assert!(e.contains("DEVICE_DELETED"), "{e}");
 
         let refused = replaced(
@@ -940,8 +1000,7 @@ mod tests {
             "reason=Gone accesses=1",
             "reason=Refused accesses=1",
         );
-        let e =
-            judge_driver(&want, &console_of(&refused, vec![deleted]), &stopped(&log)).unwrap_err();
+        let e = judged(&want, &console_of(&refused, vec![deleted]), &stopped(&log)).unwrap_err();
         assert!(e.contains("did not stop by itself with reason=Gone"), "{e}");
     }
 

@@ -1,6 +1,7 @@
 //! Verdicts and the files a run leaves behind: `report.json`, `junit.xml`
 //! and the closing table.
 
+use crate::judge::Findings;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -29,6 +30,9 @@ pub struct Outcome {
     pub reason: String,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub timings: Timings,
+    /// What the judge established (`judge::Findings`).
+    #[serde(skip_serializing_if = "Findings::is_empty")]
+    pub findings: Findings,
 }
 
 #[derive(Serialize)]
@@ -206,6 +210,7 @@ pub fn per_scenario(results: &[Outcome]) -> Vec<Outcome> {
             log: runs[0].log.clone(),
             reason: note,
             timings,
+            findings: Findings::default(),
         });
     }
     rows
@@ -235,6 +240,7 @@ mod tests {
             log: format!("target/pci-rig/r1/{arch}-surprise-{secs}"),
             reason: "why".into(),
             timings: Timings::from([("remove_ms", secs * 2.0)]),
+            findings: Findings::default(),
         };
         let rows = per_scenario(&[
             run("x86_64", Verdict::Pass, 3.0),
@@ -271,6 +277,7 @@ mod tests {
             log: "target/pci-rig/r1/arm64-boot".into(),
             reason: reason.into(),
             timings: Timings::new(),
+            findings: Findings::default(),
         };
         vec![
             o("boot", Verdict::Pass, "2/2 guest checks"),

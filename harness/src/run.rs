@@ -8,7 +8,7 @@ use crate::device::{self, DeviceServer, Stopped};
 use crate::driver;
 use crate::guest::{GuestRequest, HostAction};
 use crate::image;
-use crate::judge;
+use crate::judge::{self, Judgement};
 use crate::kernel::{self, Flavor, Kernel};
 use crate::modcheck;
 use crate::provision::{self, Toolchain};
@@ -318,35 +318,33 @@ impl Rig<'_> {
     }
 
     /// Runs one scenario and judges it; a pass also gives what was timed.
-    fn run_scenario(&self, s: &Scenario, dir: &Path) -> (Verdict, String, Timings) {
+    fn run_scenario(&self, s: &Scenario, dir: &Path) -> Judgement {
         let arch = self.p.kernel.arch;
         let arches = s.machine.arches();
         if !arches.contains(&arch) {
             let on: Vec<&str> = arches.iter().map(|a| a.name()).collect();
-            return (
+            return Judgement::plain(
                 Verdict::Skip,
                 format!("{} only; not applicable to {arch}", on.join(", ")),
-                Timings::new(),
             );
         }
         if let (true, Err(e)) = (s.needs_driver(), &self.p.driver) {
-            let why = format!("the driver did not build: {e}");
-            return (Verdict::Fail, why, Timings::new());
+            return Judgement::plain(Verdict::Fail, format!("the driver did not build: {e}"));
         }
-        let untimed = |(verdict, reason)| (verdict, reason, Timings::new());
+        let plain = |(verdict, reason)| Judgement::plain(verdict, reason);
         let result = match s.check {
-            Check::SelfTest => self.selftest(dir).map(untimed),
-            Check::CompileFail => self.compile_fail().map(untimed),
-            Check::IdTable => self.id_table().map(untimed),
+            Check::SelfTest => self.selftest(dir).map(plain),
+            Check::CompileFail => self.compile_fail().map(plain),
+            Check::IdTable => self.id_table().map(plain),
             _ => self.boot(s, dir).map(|(c, device, host)| {
                 let mut j = judge::judge(s, &c, &device);
                 if j.verdict == Verdict::Pass {
                     j.timings.extend(host);
                 }
-                (j.verdict, j.reason, j.timings)
+                j
             }),
         };
-        result.unwrap_or_else(|e| untimed((Verdict::Fail, format!("could not run: {e:#}"))))
+        result.unwrap_or_else(|e| Judgement::plain(Verdict::Fail, format!("could not run: {e:#}")))
     }
 
     /// Builds the compile-fail module as is and once per mistake.
@@ -604,6 +602,7 @@ fn cargo_test(paths: &Paths, dir: &Path) -> Outcome {
         log: dir.display().to_string(),
         reason,
         timings: Timings::new(),
+        findings: Default::default(),
     }
 }
 
@@ -724,7 +723,13 @@ impl Runner<'_> {
             dir.join(format!("{arch}-{}-{i:03}", s.name))
         };
         let t = Instant::now();
-        let (verdict, reason, timings) = match prepared {
+        let Judgement {
+            verdict,
+            reason,
+            timings,
+            findings,
+            ..
+        } = match prepared {
             Ok(p) => Rig {
                 paths,
                 tc,
@@ -733,10 +738,9 @@ impl Runner<'_> {
                 oracle,
             }
             .run_scenario(s, &log),
-            Err(e) => (
+            Err(e) => Judgement::plain(
                 Verdict::Fail,
                 format!("kernel or image build failed: {e:#}"),
-                Timings::new(),
             ),
         };
         let duration_s = t.elapsed().as_secs_f64();
@@ -767,6 +771,7 @@ impl Runner<'_> {
             log,
             reason,
             timings,
+            findings,
         }
     }
 }

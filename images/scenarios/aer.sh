@@ -5,7 +5,6 @@
 # is conventional PCI to QEMU (no PCI Express capability: QEMU refuses to
 # inject at it, "not a PCIe device"), so the errors are injected at the root
 # port it sits behind, rp0.
-ktap_plan 6
 check device_present find_dev
 check insmod_pci_rig insmod /lib/modules/pci_rig.ko
 check bound bound_to pci_rig

@@ -5,7 +5,6 @@
 # /proc/interrupts and in the device's IRQ_COUNT. Register accesses are
 # reported as `# mmio` lines and checked against the device's access log.
 rounds=10
-ktap_plan 7
 check device_present find_dev
 echo 7072 0001 > /sys/bus/pci/drivers/uio_pci_generic/new_id 2>/dev/null
 check bound_to_uio bound_to uio_pci_generic
@@ -14,14 +13,9 @@ bars
 irqs() {
     awk '/uio_pci_generic/ { s = 0; for (i = 2; $i ~ /^[0-9]+$/; i++) s += $i; print s }' /proc/interrupts
 }
+irqs_are() { [ "$(irqs)" = "$1" ]; }
 # Waits up to ~5 s for /proc/interrupts to reach $1.
-wait_irqs() {
-    i=0
-    while [ "$(irqs)" != "$1" ]; do
-        i=$((i + 1)); [ $i -lt 50 ] || return 1
-        sleep 0.1
-    done
-}
+wait_irqs() { wait_for 50 irqs_are "$1"; }
 check irq_line_listed sh -c "grep uio_pci_generic /proc/interrupts"
 before=$(irqs)
 echo "# intx irq line: $(grep uio_pci_generic /proc/interrupts)"

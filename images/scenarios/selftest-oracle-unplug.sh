@@ -2,7 +2,6 @@
 # (devmem after QMP device_del), without saying so: the device cannot log
 # it, so only the MMIO oracle inside QEMU can fail this boot. Otherwise
 # hotunplug-pciehp's steps.
-ktap_plan 6
 check device_present find_dev
 old_bar0=$(( $(sed -n 1p "$dev/resource" | cut -d' ' -f1) ))
 check insmod_pci_rig insmod /lib/modules/pci_rig.ko
