@@ -124,7 +124,11 @@ impl Target for Device {
 pub fn tick_soft_irqs(device: &Mutex<Device>) {
     loop {
         let every = lock(device).model.knobs().irq_every_us;
-        std::thread::sleep(Duration::from_micros(if every == 0 { 10_000 } else { every }));
+        std::thread::sleep(Duration::from_micros(if every == 0 {
+            10_000
+        } else {
+            every
+        }));
         let mut d = lock(device);
         if d.model.knobs().irq_every_us != 0 {
             d.model.raise_soft();

@@ -109,8 +109,10 @@ pub type TbTransCb = unsafe extern "C" fn(tb: *mut Tb, userdata: *mut c_void);
 /// `qemu_plugin_vcpu_mem_cb_t`.
 pub type MemCb =
     unsafe extern "C" fn(vcpu_index: c_uint, info: MemInfo, vaddr: u64, userdata: *mut c_void);
-/// `qemu_plugin_udata_cb_t`.
+/// `qemu_plugin_udata_cb_t`: at exit, and when a reset has finished.
 pub type UdataCb = unsafe extern "C" fn(userdata: *mut c_void);
+/// `qemu_plugin_vcpu_udata_cb_t`: a vCPU going idle or resuming.
+pub type VcpuUdataCb = unsafe extern "C" fn(vcpu_index: c_uint, userdata: *mut c_void);
 
 extern "C" {
     pub fn qemu_plugin_register_vcpu_tb_trans_cb(
@@ -119,6 +121,19 @@ extern "C" {
         userdata: *mut c_void,
     );
     pub fn qemu_plugin_register_atexit_cb(id: PluginId, cb: UdataCb, userdata: *mut c_void);
+    pub fn qemu_plugin_register_vcpu_idle_cb(id: PluginId, cb: VcpuUdataCb, userdata: *mut c_void);
+    pub fn qemu_plugin_register_vcpu_resume_cb(
+        id: PluginId,
+        cb: VcpuUdataCb,
+        userdata: *mut c_void,
+    );
+    /// Unregisters every callback of the plugin and flushes QEMU's
+    /// translated code, then calls `cb` (which may register callbacks
+    /// again). Asynchronous: from a vCPU thread it is queued as "safe work"
+    /// run with every vCPU stopped (`tb_flush`, then the unregistering, then
+    /// `cb`); from any other thread it unregisters at once and flushes
+    /// nothing (QEMU's plugins/loader.c, `plugin_reset_uninstall`).
+    pub fn qemu_plugin_reset(id: PluginId, cb: UdataCb, userdata: *mut c_void);
     pub fn qemu_plugin_tb_n_insns(tb: *const Tb) -> usize;
     pub fn qemu_plugin_tb_get_insn(tb: *const Tb, idx: usize) -> *mut Insn;
     pub fn qemu_plugin_insn_vaddr(insn: *const Insn) -> u64;

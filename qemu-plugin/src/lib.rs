@@ -1,14 +1,26 @@
 //! `mmio-oracle`: a QEMU TCG plugin that writes down every guest memory
 //! access whose physical address falls in a watched range, as JSON lines
 //! (see [`record`]). Loaded with
-//! `-plugin libmmio_oracle.so,watch=0xADDR+0xLEN[,watch=…],out=PATH`.
+//! `-plugin libmmio_oracle.so,watch=0xADDR+0xLEN[,watch=…],out=PATH[,arm=PATH]`.
 //!
-//! Cost: QEMU instruments only an instruction's memory operations, so the
-//! callback runs once per guest load or store; it asks QEMU for the
-//! physical address and turns the access away with two comparisons unless
-//! it lies within the watched ranges' bounding box. The instruction's
-//! address is the callback's userdata (set at translation), so nothing is
-//! allocated per instruction.
+//! Armed late (`arm=PATH`): until the file `PATH` exists the plugin
+//! instruments nothing (no translation callback at all), so the guest runs
+//! at nearly full speed while it boots. Each time a vCPU goes idle or
+//! resumes, the plugin looks for the file; once there, it asks QEMU for a
+//! reset (`qemu_plugin_reset`, from that vCPU's thread), which QEMU runs
+//! with every vCPU stopped: it flushes all translated code, drops our
+//! callbacks and calls [`on_reset`], which registers the translation
+//! callback and writes the `armed` record. Every instruction run after that
+//! is translated anew, with the memory callback, so from the `armed` record
+//! on no load or store escapes the log. Without `arm=`, armed from the
+//! start.
+//!
+//! Cost once armed: QEMU instruments only an instruction's memory
+//! operations, so the callback runs once per guest load or store; it asks
+//! QEMU for the physical address and turns the access away with two
+//! comparisons unless it lies within the watched ranges' bounding box. The
+//! instruction's address is the callback's userdata (set at translation),
+//! so nothing is allocated per instruction.
 
 pub mod api;
 pub mod record;
@@ -19,6 +31,8 @@ use record::Record;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::fs::File;
 use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock};
 use watch::{Args, Ranges};
 
@@ -29,9 +43,22 @@ use watch::{Args, Ranges};
 pub static qemu_plugin_version: c_int = api::VERSION;
 
 struct Oracle {
+    id: api::PluginId,
     watch: Ranges,
+    /// The file whose existence arms the oracle, when armed late.
+    arm: Option<PathBuf>,
+    /// [`WAITING`], [`RESETTING`] or [`ARMED`].
+    state: AtomicU8,
     out: Mutex<Out>,
 }
+
+/// Not armed, no reset asked for: nothing is instrumented.
+const WAITING: u8 = 0;
+/// The arm file appeared and a reset was asked for; QEMU has not run it yet.
+const RESETTING: u8 = 1;
+/// Translated code was flushed (or none existed) and every translation
+/// since instruments every load and store.
+const ARMED: u8 = 2;
 
 struct Out {
     file: File,
@@ -119,8 +146,12 @@ unsafe fn install(
         .as_bytes(),
     )
     .map_err(|e| format!("cannot write {}: {e}", args.out.display()))?;
+    let late = args.arm.is_some();
     let oracle = Oracle {
+        id,
         watch: args.watch,
+        arm: args.arm,
+        state: AtomicU8::new(WAITING),
         out: Mutex::new(Out {
             file,
             seq: 0,
@@ -131,13 +162,74 @@ unsafe fn install(
     if ORACLE.set(oracle).is_err() {
         return Err("loaded twice in one QEMU".into());
     }
+    if late {
+        // SAFETY: the callbacks have the v7 signatures QEMU calls them with
+        // and take no userdata.
+        unsafe {
+            api::qemu_plugin_register_vcpu_idle_cb(id, on_idle_or_resume, std::ptr::null_mut());
+            api::qemu_plugin_register_vcpu_resume_cb(id, on_idle_or_resume, std::ptr::null_mut());
+            api::qemu_plugin_register_atexit_cb(id, on_exit, std::ptr::null_mut());
+        }
+    } else {
+        // No vCPU has run yet: nothing was translated, nothing to flush.
+        arm(id, false);
+    }
+    Ok(())
+}
+
+/// Registers what an armed oracle needs and writes the `armed` record.
+/// Called where no vCPU runs guest code: at install, or in [`on_reset`].
+fn arm(id: api::PluginId, flushed: bool) {
+    let Some(o) = ORACLE.get() else { return };
     // SAFETY: both callbacks have the v7 signatures QEMU calls them with and
     // take no userdata.
     unsafe {
         api::qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate, std::ptr::null_mut());
         api::qemu_plugin_register_atexit_cb(id, on_exit, std::ptr::null_mut());
     }
-    Ok(())
+    o.state.store(ARMED, Ordering::SeqCst);
+    let mut out = o.out.lock().unwrap_or_else(|p| p.into_inner());
+    out.seq += 1;
+    let line = record::armed(out.seq, flushed);
+    // Flushed at once: the harness waits for this line before it lets the
+    // guest go on.
+    if let Err(e) = out.file.write_all(line.as_bytes()) {
+        out.error.get_or_insert(e);
+    }
+}
+
+/// A vCPU goes idle or resumes (its own thread, outside translated code):
+/// when the arm file has appeared, ask QEMU once for the reset that arms
+/// the oracle. Called from a vCPU thread so that QEMU flushes translated
+/// code (from any other thread it would not). Asked while going idle, the
+/// reset runs when the vCPU next wakes up; asked on resuming, right away.
+unsafe extern "C" fn on_idle_or_resume(_vcpu: c_uint, _userdata: *mut c_void) {
+    let Some(o) = ORACLE.get() else { return };
+    if o.state.load(Ordering::Relaxed) != WAITING {
+        return;
+    }
+    let Some(path) = &o.arm else { return };
+    if !path.exists() {
+        return;
+    }
+    if o.state
+        .compare_exchange(WAITING, RESETTING, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok()
+    {
+        // SAFETY: `on_reset` has the v7 `qemu_plugin_udata_cb_t` signature
+        // and takes no userdata; we are on a vCPU thread (QEMU's
+        // `current_cpu` is set), which makes QEMU flush translated code.
+        unsafe { api::qemu_plugin_reset(o.id, on_reset, std::ptr::null_mut()) };
+    }
+}
+
+/// QEMU finished the reset: every vCPU is stopped, translated code was
+/// flushed and our callbacks dropped. From here on every translation is
+/// instrumented.
+unsafe extern "C" fn on_reset(_userdata: *mut c_void) {
+    if let Some(o) = ORACLE.get() {
+        arm(o.id, true);
+    }
 }
 
 /// Translation: every instruction gets the memory callback, with its own

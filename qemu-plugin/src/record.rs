@@ -1,12 +1,20 @@
 //! The oracle's log: JSON lines. The first line says what was watched, then
-//! one line per access in `seq` order, and a last line when QEMU exits
-//! normally (a log without it was cut short):
+//! one line when the oracle was armed (from then on every guest load and
+//! store is instrumented), one line per access, all numbered by `seq`, and a
+//! last line when QEMU exits normally (a log without it was cut short):
 //!
 //! ```text
 //! {"plugin":"mmio-oracle","api":7,"target":"x86_64","qemu_api":[7,7],"watch":[[4261412864,4096]]}
-//! {"seq":1,"vcpu":0,"pc":18446744071583086657,"vaddr":18446683600570056704,"addr":4261412864,"size":4,"kind":"read","value":1346978889,"io":true}
-//! {"end":{"records":1}}
+//! {"armed":{"seq":1,"flushed":true}}
+//! {"seq":2,"vcpu":0,"pc":18446744071583086657,"vaddr":18446683600570056704,"addr":4261412864,"size":4,"kind":"read","value":1346978889,"io":true}
+//! {"end":{"records":2}}
 //! ```
+//!
+//! `flushed` says QEMU's translated code was thrown away when it was armed
+//! (armed late, on request), so that no code translated before, without
+//! the oracle's callbacks, runs after; `false` when it was armed as QEMU
+//! started, before anything was translated. `records` counts every line
+//! with a `seq`, the `armed` one included.
 //!
 //! `pc` is the virtual address of the instruction that made the access,
 //! `vaddr`/`addr` the virtual and physical address accessed, `value` what a
@@ -62,6 +70,11 @@ pub fn header(target: &str, qemu_api: (i32, i32), watch: &[Range]) -> String {
     }
     s.push_str("]}\n");
     s
+}
+
+/// The line that says the oracle is armed, numbered `seq` like an access.
+pub fn armed(seq: u64, flushed: bool) -> String {
+    format!("{{\"armed\":{{\"seq\":{seq},\"flushed\":{flushed}}}}}\n")
 }
 
 /// The last line of a complete log.
@@ -148,5 +161,6 @@ mod tests {
             "{\"plugin\":\"mmio-oracle\",\"api\":7,\"target\":\"x86?64\",\"qemu_api\":[7,7],\"watch\":[[4096,256]]}\n"
         );
         assert_eq!(trailer(12), "{\"end\":{\"records\":12}}\n");
+        assert_eq!(armed(1, true), "{\"armed\":{\"seq\":1,\"flushed\":true}}\n");
     }
 }

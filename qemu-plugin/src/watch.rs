@@ -100,19 +100,24 @@ impl Ranges {
     }
 }
 
-/// What `-plugin …,watch=…,out=…` asked for.
+/// What `-plugin …,watch=…,out=…[,arm=…]` asked for.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Args {
     pub watch: Ranges,
     pub out: PathBuf,
+    /// Armed late: instrument nothing until this file exists (the
+    /// harness creates it), then flush QEMU's translated code and watch
+    /// from there on. `None`: armed from the start.
+    pub arm: Option<PathBuf>,
 }
 
 impl Args {
     /// Parses QEMU's `name=value` plugin arguments: `watch=ADDR+LEN` (one or
-    /// more) and `out=PATH` (once).
+    /// more), `out=PATH` (once) and `arm=PATH` (at most once).
     pub fn parse<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Args, String> {
         let mut watch = Vec::new();
         let mut out = None;
+        let mut arm = None;
         for a in args {
             let (k, v) = a
                 .split_once('=')
@@ -122,9 +127,12 @@ impl Args {
                 "out" if out.is_some() => return Err("out= given twice".into()),
                 "out" if v.is_empty() => return Err("out= needs a path".into()),
                 "out" => out = Some(PathBuf::from(v)),
+                "arm" if arm.is_some() => return Err("arm= given twice".into()),
+                "arm" if v.is_empty() => return Err("arm= needs a path".into()),
+                "arm" => arm = Some(PathBuf::from(v)),
                 _ => {
                     return Err(format!(
-                        "unknown argument `{k}` (known: watch=ADDR+LEN, out=PATH)"
+                        "unknown argument `{k}` (known: watch=ADDR+LEN, out=PATH, arm=PATH)"
                     ))
                 }
             }
@@ -136,6 +144,7 @@ impl Args {
         Ok(Args {
             watch: Ranges::new(watch),
             out,
+            arm,
         })
     }
 }
@@ -186,6 +195,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(a.out, PathBuf::from("/tmp/o.jsonl"));
+        assert_eq!(a.arm, None, "armed from the start unless told");
         assert_eq!(
             a.watch.as_slice(),
             [
@@ -199,6 +209,8 @@ mod tests {
                 }
             ]
         );
+        let a = Args::parse(["watch=1+1", "arm=/b/arm", "out=/a"]).unwrap();
+        assert_eq!(a.arm, Some(PathBuf::from("/b/arm")));
     }
 
     #[test]
@@ -208,6 +220,11 @@ mod tests {
             (&["watch=1+1"][..], "no out="),
             (&["watch=1+1", "out=/a", "out=/b"][..], "twice"),
             (&["watch=1+1", "out="][..], "needs a path"),
+            (&["watch=1+1", "out=/a", "arm="][..], "arm= needs a path"),
+            (
+                &["watch=1+1", "out=/a", "arm=/x", "arm=/y"][..],
+                "arm= given twice",
+            ),
             (
                 &["watch=1+1", "out=/a", "verbose=on"][..],
                 "unknown argument `verbose`",

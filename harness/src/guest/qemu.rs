@@ -11,7 +11,7 @@ use anyhow::{bail, Context, Result};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -114,11 +114,13 @@ impl Guest<'_> {
 
     /// Boots headless and reads the console until QEMU exits or `timeout`
     /// passes (then QEMU is killed). `on_line` sees every console line as it
-    /// arrives, with the QMP connection for host-side actions.
+    /// arrives, with the QMP connection for host-side actions and the
+    /// console's input (what is written there, the guest reads from its
+    /// console).
     pub fn run(
         &self,
         timeout: Duration,
-        mut on_line: impl FnMut(&str, &mut Qmp) -> Result<()>,
+        mut on_line: impl FnMut(&str, &mut Qmp, &mut ChildStdin) -> Result<()>,
     ) -> Result<Console> {
         let sock = socket_dir(self.dir)?.join("qmp.sock");
         let mut cmd = self.command("stdio", Some(&sock));
@@ -129,12 +131,13 @@ impl Guest<'_> {
         let stderr = std::fs::File::create(self.dir.join("qemu-stderr.log"))?;
         let started = Instant::now();
         let mut child = cmd
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(stderr)
             .spawn()
             .context("starting QEMU")?;
         let stdout = child.stdout.take().expect("piped");
+        let mut console_in = child.stdin.take().expect("piped");
         let (tx, rx) = mpsc::channel();
         let reader = std::thread::spawn(move || {
             for line in BufReader::new(stdout).split(b'\n') {
@@ -174,7 +177,7 @@ impl Guest<'_> {
                     writeln!(serial, "{raw}")?;
                     serial.flush()?;
                     for line in untangle.push(&raw) {
-                        on_line(&line, &mut qmp)?;
+                        on_line(&line, &mut qmp, &mut console_in)?;
                         lines.push(line);
                     }
                 }
@@ -187,6 +190,7 @@ impl Guest<'_> {
             }
         }
         lines.extend(untangle.finish());
+        drop(console_in);
         let exit = child.wait()?;
         qmp.drain();
         let _ = reader.join();

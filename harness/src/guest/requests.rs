@@ -30,9 +30,12 @@ pub enum HostAction<'a> {
     Replug,
     /// `pcirig: host aer ID ERROR`: HMP pcie_aer_inject_error.
     Aer { id: &'a str, error: &'a str },
+    /// `pcirig: host arm-oracle`: arm the MMIO oracle and answer on the
+    /// guest's console once it is armed (`oracle::arm`).
+    ArmOracle,
 }
 
-const HOST_ACTIONS: &str = "unplug, replug, aer ID ERROR";
+const HOST_ACTIONS: &str = "unplug, replug, aer ID ERROR, arm-oracle";
 
 impl<'a> GuestRequest<'a> {
     /// The request on a console line (timestamp stripped), if it is one;
@@ -55,6 +58,7 @@ impl<'a> GuestRequest<'a> {
         Some(match words[..] {
             ["unplug"] => Ok(GuestRequest::Host(HostAction::Unplug)),
             ["replug"] => Ok(GuestRequest::Host(HostAction::Replug)),
+            ["arm-oracle"] => Ok(GuestRequest::Host(HostAction::ArmOracle)),
             ["aer", id, error] => Ok(GuestRequest::Host(HostAction::Aer { id, error })),
             _ => Err(format!(
                 "unknown host action `{action}`; valid: {HOST_ACTIONS}"
@@ -94,6 +98,7 @@ mod tests {
         let host = |a| Some(Ok(GuestRequest::Host(a)));
         assert_eq!(p("pcirig: host unplug"), host(HostAction::Unplug));
         assert_eq!(p("pcirig: host replug "), host(HostAction::Replug));
+        assert_eq!(p("pcirig: host arm-oracle"), host(HostAction::ArmOracle));
         assert_eq!(
             p("pcirig: host aer rp0 POISON_TLP"),
             host(HostAction::Aer {
@@ -113,7 +118,10 @@ mod tests {
             "pcirig: host ",
         ] {
             let e = GuestRequest::parse(bad).unwrap().unwrap_err();
-            assert!(e.contains("valid: unplug, replug, aer ID ERROR"), "{e}");
+            assert!(
+                e.contains("valid: unplug, replug, aer ID ERROR, arm-oracle"),
+                "{e}"
+            );
         }
     }
 

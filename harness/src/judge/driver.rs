@@ -351,7 +351,7 @@ mod tests {
 
     #[test]
     fn a_lost_interrupt_refuses_only_as_the_last_step_after_clean_ones() {
-        let lost = "no interrupt within 100 ms; status=0x2 crc=0x0 want=0xeaab849";
+        let lost = "no interrupt within 1 s; status=0x2 crc=0x0 want=0xeaab849";
         let ok = |n: &'static str| (n, true, "");
         let steps = [ok("identify"), ok("scratch"), ("scratch", false, lost)];
         assert_eq!(

@@ -953,7 +953,7 @@ mod tests {
             at(2.0, "step identify ok x=1"),
             at(
                 2.0,
-                "step scratch FAIL no interrupt within 100 ms; status=0x2",
+                "step scratch FAIL no interrupt within 1 s; status=0x2",
             ),
         ]);
         lines.extend(probe().iter().map(|t| at(3.0, t)));

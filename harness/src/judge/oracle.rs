@@ -15,13 +15,25 @@ use crate::host::process::run_logged;
 use crate::judge::accounting::{self, Accounted};
 use crate::judge::driver::Actor;
 use crate::Paths;
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 /// The log's name in a boot's folder.
 pub const LOG: &str = "oracle.jsonl";
+
+/// The file whose creation arms the plugin (`arm=`), in a boot's folder.
+pub const ARM: &str = "oracle.arm";
+
+/// The guest's request to arm the oracle (`pcirig: host arm-oracle`,
+/// printed by images/init before the scenario runs) and the line the host
+/// answers on the console once the plugin's log says it is armed; the
+/// kernel command line's `pcirig.oracle=late` tells the guest to ask.
+pub const ARM_ACTION: &str = "arm-oracle";
+pub const ARMED_ACK: &str = "pcirig-oracle-armed";
+pub const CMDLINE: &str = "pcirig.oracle=late";
 
 /// Where our device sits on every machine (behind root port `rp0`).
 const DEVICE: &str = "pci 0000:01:00.0: BAR ";
@@ -57,14 +69,62 @@ pub fn build_plugin(paths: &Paths) -> Result<PathBuf> {
     Ok(paths.root.join("target/release/libmmio_oracle.so"))
 }
 
-/// QEMU's `-plugin` argument: watch `arch`'s windows, log to `out`.
-pub fn plugin_arg(so: &Path, arch: Arch, out: &Path) -> String {
+/// QEMU's `-plugin` argument: watch `arch`'s windows, log to `out`, armed
+/// once the file `arm` exists.
+pub fn plugin_arg(so: &Path, arch: Arch, out: &Path, arm: &Path) -> String {
     let mut a = so.display().to_string();
     for (start, len) in windows(arch) {
         a.push_str(&format!(",watch={start:#x}+{len:#x}"));
     }
-    a.push_str(&format!(",out={}", out.display()));
+    a.push_str(&format!(",out={},arm={}", out.display(), arm.display()));
     a
+}
+
+/// What the host knew when it let the guest go on after arming the
+/// oracle (it answers the guest only once the plugin's log has its
+/// `armed` record).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostArmed {
+    /// The console line (index into the boot's lines) of the guest's
+    /// request: the host acted on every later line after arming.
+    pub line: usize,
+    /// The attached device server's next access number then: a BAR access
+    /// in its log numbered below this happened before the oracle watched.
+    pub device_next_seq: Option<u64>,
+}
+
+/// Whether the plugin's log (as written so far) says it is armed.
+pub fn armed_in(text: &str) -> bool {
+    text.lines().any(|l| l.starts_with("{\"armed\":"))
+}
+
+/// Arms the plugin of a running boot: creates its arm file, then waits
+/// for its `armed` record, calling `nudge` every 50 ms meanwhile (a vCPU
+/// asks QEMU for the reset when it goes idle or wakes up, so the host wakes
+/// one: a byte on the console raises an interrupt). Fails after `timeout`.
+pub fn arm(dir: &Path, timeout: Duration, mut nudge: impl FnMut() -> Result<()>) -> Result<()> {
+    let log = dir.join(LOG);
+    std::fs::write(dir.join(ARM), "armed by the harness\n")
+        .with_context(|| format!("creating {}", dir.join(ARM).display()))?;
+    let start = Instant::now();
+    let mut nudged = start;
+    loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if armed_in(&text) {
+            return Ok(());
+        }
+        if start.elapsed() > timeout {
+            bail!(
+                "the MMIO oracle did not say it was armed (no `armed` record in {}) within {timeout:?} of the request",
+                log.display()
+            );
+        }
+        if nudged.elapsed() >= Duration::from_millis(50) {
+            nudge()?;
+            nudged = Instant::now();
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// What QEMU says when it does not take the plugin (its `Could not load
@@ -99,11 +159,19 @@ pub struct Log {
     pub started: bool,
     /// It wrote its last line (QEMU exited normally, nothing cut).
     pub complete: bool,
+    /// The `seq` of its `armed` record: every access from then on is in
+    /// the log.
+    pub armed: Option<u64>,
+    /// What the host knew when it let the guest go on (filled in by the
+    /// harness, not read from the log).
+    pub host: Option<HostArmed>,
 }
 
 impl Log {
     pub fn parse(text: &str) -> Result<Log, String> {
         let mut log = Log::default();
+        // Every record but the header and the trailer is numbered, from 1.
+        let mut next = 1;
         for (i, line) in text.lines().enumerate() {
             let v: serde_json::Value =
                 serde_json::from_str(line).map_err(|e| format!("{LOG} line {}: {e}", i + 1))?;
@@ -111,19 +179,30 @@ impl Log {
                 log.started = true;
             } else if let Some(end) = v.get("end") {
                 let n = end["records"].as_u64().unwrap_or(u64::MAX);
-                if n != log.seen.len() as u64 {
+                if n != next - 1 {
                     return Err(format!(
                         "{LOG} says it wrote {n} records, it holds {}",
-                        log.seen.len()
+                        next - 1
                     ));
                 }
                 log.complete = true;
+            } else if let Some(armed) = v.get("armed") {
+                let seq = armed["seq"].as_u64();
+                if seq != Some(next) || log.armed.is_some() {
+                    return Err(format!(
+                        "{LOG} line {}: armed record {armed} out of order",
+                        i + 1
+                    ));
+                }
+                log.armed = seq;
+                next += 1;
             } else {
                 let s: Seen =
                     serde_json::from_value(v).map_err(|e| format!("{LOG} line {}: {e}", i + 1))?;
-                if s.seq != log.seen.len() as u64 + 1 {
+                if s.seq != next {
                     return Err(format!("{LOG} line {}: seq {} out of order", i + 1, s.seq));
                 }
+                next += 1;
                 log.seen.push(s);
             }
         }
@@ -215,6 +294,61 @@ fn same(d: &Access, o: &Access) -> bool {
         && d.value == o.value
 }
 
+/// The oracle was armed before anything could touch our device unseen:
+/// its log has the `armed` record, before any access it holds; the host
+/// saw it before it let the guest go on; no host unplug came before that;
+/// and the device logged no BAR access before it. (The plugin instruments
+/// nothing before it is armed, so an access before arming would be in the
+/// device's log only while the device is present, and not at all after an
+/// unplug.)
+pub fn armed_in_time(log: &Log, lines: &[String], devices: &[&[Access]]) -> Result<(), String> {
+    let Some(seq) = log.armed else {
+        return Err(
+            "the MMIO oracle was never armed (no `armed` record in its log): the guest did not ask (`pcirig: host arm-oracle`) or QEMU never ran the plugin's reset".into(),
+        );
+    };
+    if let Some(s) = log.seen.iter().find(|s| s.seq < seq) {
+        return Err(format!(
+            "the MMIO oracle logged access #{} before it was armed (#{seq})",
+            s.seq
+        ));
+    }
+    let Some(host) = &log.host else {
+        return Err("the MMIO oracle's log says armed, but the host never saw it so before the guest went on".into());
+    };
+    let unplug = lines
+        .iter()
+        .position(|l| console::strip_timestamp(l).trim_end() == "pcirig: host unplug");
+    if let Some(u) = unplug.filter(|&u| u < host.line) {
+        return Err(format!(
+            "the host unplugged the device (console line {}) before the MMIO oracle was armed (line {}): an access after the unplug could have gone unseen",
+            u + 1,
+            host.line + 1
+        ));
+    }
+    if let Some(next) = host.device_next_seq {
+        let early: Vec<&Access> = devices
+            .first()
+            .into_iter()
+            .flat_map(|l| l.iter())
+            .filter(|a| a.region != Region::Config && a.seq < next)
+            .collect();
+        if let Some(a) = early.first() {
+            return Err(format!(
+                "the device logged {} BAR access{} before the MMIO oracle was armed (first: #{} {} {} 0x{:x} size {}): nothing may touch the device before the oracle watches",
+                early.len(),
+                if early.len() == 1 { "" } else { "es" },
+                a.seq,
+                a.kind,
+                a.region,
+                a.offset,
+                a.size
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Judges a boot from the plugin's side: it watched the whole boot; every
 /// access it saw to our BARs is one the guest accounts for (`accounting`,
 /// the same rules as the device's log; so none after a binding ended); and
@@ -231,6 +365,7 @@ pub fn judge(
     if !log.complete {
         return Err("the MMIO oracle's log was cut short (QEMU did not exit normally)".into());
     }
+    armed_in_time(log, lines, devices)?;
     let bars = bars(lines);
     if bars.is_empty() {
         return Err("the kernel never printed where it put our device's BARs".into());

@@ -254,18 +254,26 @@ impl Rig<'_> {
             .filter(|_| s.machine.has_device() && !matches!(s.check, Check::Bench));
         let oracle_log = dir.join(crate::judge::oracle::LOG);
         if let Some(so) = oracle {
+            // Armed late: the guest asks once it has booted (images/init).
+            let arm = dir.join(crate::judge::oracle::ARM);
+            let _ = std::fs::remove_file(&arm);
             g.extra_args.extend([
                 "-plugin".into(),
-                crate::judge::oracle::plugin_arg(so, g.arch, &oracle_log),
+                crate::judge::oracle::plugin_arg(so, g.arch, &oracle_log, &arm),
             ]);
+            g.cmdline.push(' ');
+            g.cmdline.push_str(crate::judge::oracle::CMDLINE);
         }
         let mut actions = std::fs::File::create(dir.join("host-actions.log"))?;
         let mut failures = Vec::new();
         let mut unplugs = 0;
         let mut unplugged_at: Option<Instant> = None;
         let mut timings = Timings::new();
-        let console = g.run(s.timeout, |line, qmp| {
+        let mut line_no = 0;
+        let mut armed: Option<crate::judge::oracle::HostArmed> = None;
+        let console = g.run(s.timeout, |line, qmp, console_in| {
             let text = console::strip_timestamp(line);
+            line_no += 1;
             match GuestRequest::parse(text) {
                 None => {}
                 Some(Err(e)) => {
@@ -276,6 +284,28 @@ impl Rig<'_> {
                     let (logged, failure) = device_request(servers.last(), json, must_refuse);
                     failures.extend(failure);
                     writeln!(actions, "{json} -> {logged}")?;
+                }
+                Some(Ok(GuestRequest::Host(HostAction::ArmOracle))) => {
+                    // Arm the MMIO oracle, and answer the guest (which waits
+                    // for it on its console) once it is armed.
+                    let t = Instant::now();
+                    let result = arm_oracle(oracle.is_some(), &dir, servers.last(), console_in)
+                        .map(|device_next_seq| {
+                            armed = Some(crate::judge::oracle::HostArmed {
+                                line: line_no - 1,
+                                device_next_seq,
+                            });
+                            format!(
+                                "armed after {:.0} ms; the device's next access is #{}",
+                                t.elapsed().as_secs_f64() * 1000.0,
+                                device_next_seq.map_or("-".to_string(), |n| n.to_string())
+                            )
+                        })
+                        .unwrap_or_else(|e| {
+                            failures.push(format!("{text}: {e:#}"));
+                            format!("error: {e:#}")
+                        });
+                    writeln!(actions, "{text} -> {result}")?;
                 }
                 Some(Ok(GuestRequest::Host(action))) => {
                     if action == HostAction::Unplug {
@@ -314,7 +344,10 @@ impl Rig<'_> {
         })?;
         console.host_failures = failures;
         if oracle.is_some() {
-            console.oracle = Some(crate::judge::oracle::Log::read(&oracle_log));
+            console.oracle = Some(crate::judge::oracle::Log::read(&oracle_log).map(|mut log| {
+                log.host = armed;
+                log
+            }));
         }
         Ok((console, stopped, timings))
     }
@@ -467,6 +500,42 @@ fn device_request(
     }
 }
 
+/// Arms the MMIO oracle (`oracle::arm`) and tells the guest on its
+/// console; returns the attached device's next access number at that
+/// moment, so the judge can tell an access from before arming.
+fn arm_oracle(
+    loaded: bool,
+    dir: &Path,
+    device: Option<&DeviceServer>,
+    console_in: &mut impl Write,
+) -> Result<Option<u64>> {
+    if !loaded {
+        bail!("the MMIO oracle is not loaded in this boot");
+    }
+    // Each nudge is an empty line: it wakes a vCPU, the guest skips it.
+    crate::judge::oracle::arm(dir, Duration::from_secs(30), || {
+        console_in.write_all(b"\n")?;
+        Ok(console_in.flush()?)
+    })?;
+    let next = match device {
+        Some(d) => {
+            let r = d.request(&qemu_device::control::Request::Log {
+                since: 0,
+                limit: Some(0),
+            })?;
+            Some(
+                r["next_seq"]
+                    .as_u64()
+                    .with_context(|| format!("the device's log reply has no next_seq: {r}"))?,
+            )
+        }
+        None => None,
+    };
+    writeln!(console_in, "{}", crate::judge::oracle::ARMED_ACK)?;
+    console_in.flush()?;
+    Ok(next)
+}
+
 /// Carries out one host action the guest asked for. Returns what to log.
 fn host_action(
     action: HostAction,
@@ -477,6 +546,7 @@ fn host_action(
     unplugs: &mut usize,
 ) -> Result<String> {
     match (action, bin) {
+        (HostAction::ArmOracle, _) => bail!("arming the MMIO oracle is not a machine action"),
         (HostAction::Unplug, _) => {
             *unplugs += 1;
             qmp.execute("device_del", serde_json::json!({ "id": device::QEMU_ID }))?;

@@ -55,19 +55,26 @@ fn seen(seq: u64, addr: u64, value: u64, kind: &str) -> Seen {
     }
 }
 
-/// What the plugin saw: the probe's MAGIC read, a worker read, the RESET
-/// write, another worker read; and an access to another device's BAR.
+/// What the plugin saw once armed (record 1): the probe's MAGIC read, a
+/// worker read, the RESET write, another worker read; and an access to
+/// another device's BAR. The host armed it at the console's first line,
+/// when the device had logged nothing but config space.
 fn oracle_log() -> Log {
     Log {
         seen: vec![
-            seen(1, BAR0, MAGIC, "read"),
-            seen(2, 0xfe80_0000, 7, "read"),
-            seen(3, BAR0, MAGIC, "read"),
-            seen(4, BAR0 + 0x50, 1, "write"),
-            seen(5, BAR0, MAGIC, "read"),
+            seen(2, BAR0, MAGIC, "read"),
+            seen(3, 0xfe80_0000, 7, "read"),
+            seen(4, BAR0, MAGIC, "read"),
+            seen(5, BAR0 + 0x50, 1, "write"),
+            seen(6, BAR0, MAGIC, "read"),
         ],
         started: true,
         complete: true,
+        armed: Some(1),
+        host: Some(HostArmed {
+            line: 0,
+            device_next_seq: Some(1),
+        }),
     }
 }
 
@@ -130,8 +137,8 @@ fn passes_when_the_plugin_and_the_device_agree_with_the_driver() {
 fn fails_on_an_access_after_the_binding_ended_that_only_the_plugin_saw() {
     // The device was gone: its log stops, the plugin's does not.
     let mut log = oracle_log();
-    log.seen.push(seen(6, BAR0, 0xffff_ffff, "read"));
-    log.seen.push(seen(7, 0xfe80_0000, 0, "read"));
+    log.seen.push(seen(7, BAR0, 0xffff_ffff, "read"));
+    log.seen.push(seen(8, 0xfe80_0000, 0, "read"));
     let e = judged(&log, &unbind_console(), &device_log()).unwrap_err();
     assert!(e.starts_with("MMIO oracle (inside QEMU):"), "{e}");
     assert!(
@@ -182,21 +189,29 @@ fn parses_the_plugins_log_and_refuses_a_broken_one() {
     let text = concat!(
         r#"{"plugin":"mmio-oracle","api":7,"target":"x86_64","qemu_api":[7,7],"watch":[[4096,16]]}"#,
         "\n",
-        r#"{"seq":1,"vcpu":1,"pc":10,"vaddr":20,"addr":4100,"size":4,"kind":"write","value":5,"io":true}"#,
+        r#"{"armed":{"seq":1,"flushed":true}}"#,
         "\n",
-        r#"{"end":{"records":1}}"#,
+        r#"{"seq":2,"vcpu":1,"pc":10,"vaddr":20,"addr":4100,"size":4,"kind":"write","value":5,"io":true}"#,
+        "\n",
+        r#"{"end":{"records":2}}"#,
         "\n"
     );
     let log = Log::parse(text).unwrap();
     assert!(log.started && log.complete);
+    assert_eq!(log.armed, Some(1));
+    assert!(armed_in(text));
     assert_eq!(log.seen.len(), 1);
     assert_eq!((log.seen[0].addr, log.seen[0].vcpu), (4100, 1));
-    let e = Log::parse(&text.replace(r#""records":1"#, r#""records":2"#)).unwrap_err();
-    assert!(e.contains("says it wrote 2 records, it holds 1"), "{e}");
-    let e = Log::parse(&text.replace(r#""seq":1"#, r#""seq":2"#)).unwrap_err();
-    assert!(e.contains("seq 2 out of order"), "{e}");
-    let cut = text.lines().take(2).collect::<Vec<_>>().join("\n");
+    let e = Log::parse(&text.replace(r#""records":2"#, r#""records":1"#)).unwrap_err();
+    assert!(e.contains("says it wrote 1 records, it holds 2"), "{e}");
+    let e = Log::parse(&text.replace(r#""seq":2"#, r#""seq":3"#)).unwrap_err();
+    assert!(e.contains("seq 3 out of order"), "{e}");
+    let e = Log::parse(&text.replace(r#""seq":1,"flushed""#, r#""seq":2,"flushed""#)).unwrap_err();
+    assert!(e.contains("armed record"), "{e}");
+    let cut = text.lines().take(3).collect::<Vec<_>>().join("\n");
     assert!(!Log::parse(&cut).unwrap().complete);
+    let unarmed: String = text.lines().filter(|l| !l.contains("armed")).collect();
+    assert!(!armed_in(&unarmed));
 }
 
 #[test]
@@ -218,12 +233,74 @@ fn watches_each_machines_pci_windows() {
         Path::new("/p/lib.so"),
         Arch::Riscv64,
         Path::new("/b/oracle.jsonl"),
+        Path::new("/b/oracle.arm"),
     );
     assert_eq!(
         a,
-        "/p/lib.so,watch=0x40000000+0x40000000,watch=0x400000000+0x400000000,out=/b/oracle.jsonl"
+        "/p/lib.so,watch=0x40000000+0x40000000,watch=0x400000000+0x400000000,out=/b/oracle.jsonl,arm=/b/oracle.arm"
     );
     for arch in Arch::ALL {
         assert!(!windows(arch).is_empty());
     }
+}
+
+/// Judging `log` with the unbind console and device log fails saying `says`.
+fn fails_saying(log: &Log, says: &str) {
+    let e = judged(log, &unbind_console(), &device_log()).unwrap_err();
+    assert!(e.contains(says), "wanted `{says}`: {e}");
+}
+
+#[test]
+fn fails_when_the_oracle_was_never_armed() {
+    let mut log = oracle_log();
+    log.armed = None;
+    fails_saying(&log, "the MMIO oracle was never armed");
+    let mut log = oracle_log();
+    log.host = None;
+    fails_saying(&log, "the host never saw it so");
+}
+
+#[test]
+fn fails_on_an_access_the_plugin_logged_before_arming() {
+    let mut log = oracle_log();
+    log.armed = Some(3);
+    fails_saying(&log, "logged access #2 before it was armed (#3)");
+}
+
+#[test]
+fn fails_on_a_device_access_before_arming() {
+    // The host armed the oracle when the device's next access was #3: its
+    // first two BAR accesses happened unwatched.
+    let mut log = oracle_log();
+    log.host.as_mut().unwrap().device_next_seq = Some(3);
+    fails_saying(
+        &log,
+        "the device logged 2 BAR accesses before the MMIO oracle was armed (first: #1 read bar0 0x0 size 4)",
+    );
+    // Config-space accesses before arming (enumeration) are no BAR's.
+    let mut device = device_log();
+    for a in &mut device {
+        a.seq += 10;
+    }
+    let mut config = device[0].clone();
+    config.seq = 1;
+    config.region = Region::Config;
+    device.insert(0, config);
+    log.host.as_mut().unwrap().device_next_seq = Some(11);
+    judged(&log, &unbind_console(), &device).unwrap();
+}
+
+#[test]
+fn fails_on_an_unplug_before_arming() {
+    let mut lines = unbind_console();
+    lines.insert(2, "[    0.900000] pcirig: host unplug".into());
+    let mut log = oracle_log();
+    log.host.as_mut().unwrap().line = 5;
+    let e = judged(&log, &lines, &device_log()).unwrap_err();
+    assert!(
+        e.contains("the host unplugged the device (console line 3) before the MMIO oracle was armed (line 6)"),
+        "{e}"
+    );
+    log.host.as_mut().unwrap().line = 1;
+    judged(&log, &lines, &device_log()).unwrap();
 }
