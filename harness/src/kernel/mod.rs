@@ -66,35 +66,119 @@ fn source_version() -> Result<String> {
     Ok(v.trim().replace(['~', ':', '+'], "_"))
 }
 
-/// The kernel tree with our overlay applied, unpacked on first use.
-pub fn prepare_source(paths: &Paths) -> Result<PathBuf> {
+/// One build tree (an arch and flavour) held for this process: the build
+/// directory exclusively, the source tree it reads shared. Arches build at
+/// once; the overlay is only rewritten when no build reads the tree.
+pub struct Tree {
+    pub arch: Arch,
+    pub src: PathBuf,
+    pub build: PathBuf,
+    _source: std::fs::File,
+    _build: std::fs::File,
+}
+
+/// Takes `arch`'s build tree for `flavor`, the source tree unpacked and our
+/// overlay applied first. Waits (saying so) while another build holds it.
+pub fn lock(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<Tree> {
     let base = paths.cache.join("kernel").join(source_version()?);
+    std::fs::create_dir_all(&base)?;
     let src = base.join("src");
-    if !src.join(".unpacked").exists() {
-        eprintln!(
-            "kernel: unpacking {TARBALL} into {} (about a minute)",
-            src.display()
-        );
-        let tmp = base.join("unpack.tmp");
-        let _ = std::fs::remove_dir_all(&tmp);
-        let _ = std::fs::remove_dir_all(&src);
-        std::fs::create_dir_all(&tmp)?;
-        run(Command::new("tar")
-            .arg("-xf")
-            .arg(TARBALL)
-            .arg("-C")
-            .arg(&tmp))?;
-        std::fs::rename(tmp.join("linux-source-6.12"), &src)?;
-        std::fs::remove_dir_all(&tmp)?;
-        std::fs::write(src.join(".unpacked"), "")?;
-    }
-    Overlay {
+    let overlay = Overlay {
         src: src.clone(),
         orig: base.join("orig"),
         manifest: base.join("overlay-manifest"),
+    };
+    let guest = paths.root.join("guest-kernel");
+    let source = loop {
+        // Shared while the tree is as we want it: other arches build from it.
+        let shared = lock_file(&base.join("src.lock"), false, "the kernel source tree")?;
+        if src.join(".unpacked").exists() && overlay.apply(&guest, false)? == 0 {
+            break shared;
+        }
+        drop(shared);
+        let _exclusive = lock_file(&base.join("src.lock"), true, "the kernel source tree")?;
+        unpack(&base, &src)?;
+        overlay.apply(&guest, true)?;
+    };
+    let build = base.join("build").join(format!("{arch}-{}", flavor.name()));
+    std::fs::create_dir_all(&build)?;
+    let build_lock = lock_file(
+        &build.with_extension("lock"),
+        true,
+        &format!("the {arch} build tree"),
+    )?;
+    Ok(Tree {
+        arch,
+        src,
+        build,
+        _source: source,
+        _build: build_lock,
+    })
+}
+
+/// Takes the build tree of `kernel` again (e.g. for modules built later
+/// against it), the source tree shared, as it is.
+pub fn relock(kernel: &Kernel) -> Result<Tree> {
+    let base = kernel
+        .src
+        .parent()
+        .context("the kernel source has no parent")?;
+    let source = lock_file(&base.join("src.lock"), false, "the kernel source tree")?;
+    let build = lock_file(
+        &kernel.build.with_extension("lock"),
+        true,
+        &format!("the {} build tree", kernel.arch),
+    )?;
+    Ok(Tree {
+        arch: kernel.arch,
+        src: kernel.src.clone(),
+        build: kernel.build.clone(),
+        _source: source,
+        _build: build,
+    })
+}
+
+/// Opens `path` and locks it (`exclusive` or shared), saying what it waits for.
+fn lock_file(path: &Path, exclusive: bool, what: &str) -> Result<std::fs::File> {
+    let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let got = if exclusive {
+        f.try_lock()
+    } else {
+        f.try_lock_shared()
+    };
+    if got.is_err() {
+        eprintln!("kernel: waiting for {what} (another build holds it)");
+        if exclusive {
+            f.lock()?;
+        } else {
+            f.lock_shared()?;
+        }
     }
-    .apply(&paths.root.join("guest-kernel"))?;
-    Ok(src)
+    Ok(f)
+}
+
+/// Unpacks the pristine linux-source tarball into `src`, once.
+fn unpack(base: &Path, src: &Path) -> Result<()> {
+    if src.join(".unpacked").exists() {
+        return Ok(());
+    }
+    eprintln!(
+        "kernel: unpacking {TARBALL} into {} (about a minute)",
+        src.display()
+    );
+    let tmp = base.join("unpack.tmp");
+    let _ = std::fs::remove_dir_all(&tmp);
+    let _ = std::fs::remove_dir_all(src);
+    std::fs::create_dir_all(&tmp)?;
+    run(Command::new("tar")
+        .arg("-xf")
+        .arg(TARBALL)
+        .arg("-C")
+        .arg(&tmp))?;
+    std::fs::rename(tmp.join("linux-source-6.12"), src)?;
+    std::fs::remove_dir_all(&tmp)?;
+    std::fs::write(src.join(".unpacked"), "")?;
+    Ok(())
 }
 
 /// Lays guest-kernel/ over the tree, remembering pristine contents.
@@ -132,7 +216,9 @@ impl Overlay {
         Ok(())
     }
 
-    fn apply(&self, guest: &Path) -> Result<()> {
+    /// Lays the overlay over the tree when `write`; returns how many files
+    /// differ from it (were rewritten, when `write`).
+    fn apply(&self, guest: &Path, write: bool) -> Result<usize> {
         let mut want: BTreeMap<String, Option<Vec<u8>>> = BTreeMap::new();
         // Whole files laid over rust/.
         let rust = guest.join("rust");
@@ -161,6 +247,10 @@ impl Overlay {
             let path = self.src.join(rel);
             let current = std::fs::read(&path).ok();
             if current != *content {
+                changed += 1;
+                if !write {
+                    continue;
+                }
                 self.save_pristine(rel)?;
                 match content {
                     Some(bytes) => {
@@ -169,8 +259,10 @@ impl Overlay {
                     }
                     None => std::fs::remove_file(&path)?,
                 }
-                changed += 1;
             }
+        }
+        if !write {
+            return Ok(changed);
         }
         let touched: Vec<&str> = want
             .iter()
@@ -181,7 +273,7 @@ impl Overlay {
         if changed > 0 {
             eprintln!("kernel: overlay changed {changed} file(s) of the tree");
         }
-        Ok(())
+        Ok(changed)
     }
 
     /// Applies one patch to the files it names, starting from their current
@@ -197,7 +289,13 @@ impl Overlay {
             .filter_map(|l| l.strip_prefix("+++ b/"))
             .map(|l| l.split('\t').next().unwrap_or(l).to_string())
             .collect();
-        let scratch = self.orig.with_file_name("patch.tmp");
+        // Several builds check the overlay at once: a scratch tree each.
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let scratch = self.orig.with_file_name(format!(
+            "patch.tmp-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
         let _ = std::fs::remove_dir_all(&scratch);
         for rel in &files {
             let content = match want.get(rel) {
@@ -368,14 +466,10 @@ pub fn run_make(mut cmd: Command, log: &Path, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// Builds (or brings up to date) the kernel and its in-tree modules.
-pub fn build(paths: &Paths, tc: &Toolchain, arch: Arch, flavor: &Flavor) -> Result<Kernel> {
-    let src = prepare_source(paths)?;
-    let build = src
-        .parent()
-        .unwrap()
-        .join("build")
-        .join(format!("{arch}-{}", flavor.name()));
+/// Builds (or brings up to date) the kernel and its in-tree modules in
+/// `tree`, which this process holds.
+pub fn build(paths: &Paths, tc: &Toolchain, tree: &Tree, flavor: &Flavor) -> Result<Kernel> {
+    let (arch, src, build) = (tree.arch, tree.src.clone(), tree.build.clone());
     configure(paths, tc, &src, &build, arch, flavor)?;
     let started = Instant::now();
     let log = build.join("pci-rig-make.log");
@@ -746,7 +840,7 @@ mod tests {
             "--- a/rust/kernel/lib.rs\n+++ b/rust/kernel/lib.rs\n@@ -1 +1,2 @@\n mod a;\n+mod pci;\n",
         )
         .unwrap();
-        o.apply(&guest).unwrap();
+        o.apply(&guest, true).unwrap();
         let read = |p: &str| std::fs::read_to_string(o.src.join(p)).ok();
         assert_eq!(read("rust/kernel/pci.rs").as_deref(), Some("// pci\n"));
         assert_eq!(
@@ -760,7 +854,7 @@ mod tests {
             .modified()
             .unwrap();
         std::thread::sleep(Duration::from_millis(20));
-        o.apply(&guest).unwrap();
+        o.apply(&guest, true).unwrap();
         let after = std::fs::metadata(o.src.join("rust/kernel/lib.rs"))
             .unwrap()
             .modified()
@@ -769,7 +863,7 @@ mod tests {
 
         // Dropping the overlay restores the pristine tree.
         std::fs::remove_dir_all(&guest).unwrap();
-        o.apply(&guest).unwrap();
+        o.apply(&guest, true).unwrap();
         assert_eq!(read("rust/kernel/pci.rs"), None);
         assert_eq!(read("rust/kernel/lib.rs").as_deref(), Some("mod a;\n"));
         assert_eq!(read("untouched.c").as_deref(), Some("int x;\n"));
@@ -785,7 +879,7 @@ mod tests {
             "--- a/rust/kernel/lib.rs\n+++ b/rust/kernel/lib.rs\n@@ -1 +1,2 @@\n mod zzz;\n+mod pci;\n",
         )
         .unwrap();
-        let err = format!("{:#}", o.apply(&guest).unwrap_err());
+        let err = format!("{:#}", o.apply(&guest, true).unwrap_err());
         assert!(err.contains("0001-bad.patch does not apply"), "{err}");
     }
 }

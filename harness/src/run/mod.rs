@@ -75,8 +75,8 @@ pub fn prepare(
     out: &Path,
     with_driver: bool,
 ) -> Result<Prepared> {
-    let lock = build_lock(paths)?;
-    let kernel = kernel::build(paths, tc, arch, flavor)?;
+    let tree = kernel::lock(paths, arch, flavor)?;
+    let kernel = kernel::build(paths, tc, &tree, flavor)?;
     let driver = paths.root.join("guest-kernel/driver");
     let mut modules: Vec<PathBuf> = MODULES.iter().map(|m| kernel.module(m)).collect();
     let driver = if with_driver {
@@ -105,7 +105,7 @@ pub fn prepare(
         Ok(kos) => modules.extend(kos.iter().cloned()),
         Err(e) => eprintln!("build: {arch}: {e}"),
     }
-    drop(lock);
+    drop(tree);
     let initrd = out.join(format!("{arch}-initramfs.cpio"));
     image::build(
         &image::Contents {
@@ -139,17 +139,6 @@ fn platform_modules(
         .map_err(|e| format!("the platform modules did not build; the platform and cpufreq scenarios will fail:\n{e:#}"))?;
     let second = first.with_file_name("rcpufreq_dt.ko");
     Ok(vec![first, second])
-}
-
-/// Two runs at once share the cache's build trees: one builds while the
-/// other waits. Held until the returned file is dropped.
-fn build_lock(paths: &Paths) -> Result<std::fs::File> {
-    let lock = std::fs::File::create(paths.cache.join("build.lock"))?;
-    if lock.try_lock().is_err() {
-        eprintln!("kernel: waiting for another build (this run's or another's) to finish");
-        lock.lock()?;
-    }
-    Ok(lock)
 }
 
 /// `cargo xtask run`: boots to a shell on this terminal, with our device
@@ -391,7 +380,7 @@ impl Rig<'_> {
 
     /// Builds the compile-fail module as is and once per mistake.
     fn compile_fail(&self) -> Result<(Verdict, String)> {
-        let _lock = build_lock(self.paths)?;
+        let _tree = kernel::relock(&self.p.kernel)?;
         let dir = self.paths.root.join("guest-kernel/compile-fail");
         Ok(
             match modcheck::compile_fail(self.tc, &self.p.kernel, &dir) {
