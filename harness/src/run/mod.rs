@@ -4,6 +4,7 @@
 
 pub mod report;
 pub mod scenario;
+mod schedule;
 
 use crate::arch::Arch;
 use crate::guest::console;
@@ -26,7 +27,6 @@ use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -417,46 +417,74 @@ impl Rig<'_> {
     }
 
     /// Boots guests that are broken or lie on purpose and checks the harness
-    /// judges each one failed for the right reason.
+    /// judges each one failed for the right reason (one after the other;
+    /// `cargo xtask test` runs them as jobs of their own).
     fn selftest(&self, dir: &Path) -> Result<(Verdict, String)> {
-        let mut wrong = Vec::new();
-        let mut seen = Vec::new();
-        for case in scenario::SELFTEST_CASES {
-            let s = &case.scenario;
-            let (c, device, _) = self.boot(s, &dir.join(s.name))?;
-            let j = judge::judge(s, &c, &device);
-            // The line that says why, or the first.
-            let first = j
-                .reason
-                .lines()
-                .find(|l| l.contains(case.says))
-                .or(j.reason.lines().next())
-                .unwrap_or("")
-                .to_string();
+        let results = scenario::SELFTEST_CASES
+            .iter()
+            .map(|case| self.selftest_case(case, dir))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(selftest_verdict(&results))
+    }
+
+    /// Boots one broken or lying guest: `Ok` with the line that says why
+    /// it was judged fail, or `Err` with how the harness misjudged it.
+    fn selftest_case(&self, case: &scenario::SelfTestCase, dir: &Path) -> Result<SelfTestPart> {
+        let s = &case.scenario;
+        let (c, device, _) = self.boot(s, &dir.join(s.name))?;
+        let j = judge::judge(s, &c, &device);
+        // The line that says why, or the first.
+        let first = j
+            .reason
+            .lines()
+            .find(|l| l.contains(case.says))
+            .or(j.reason.lines().next())
+            .unwrap_or("")
+            .to_string();
+        Ok(
             if j.cause == Some(case.cause) && j.reason.contains(case.says) {
-                seen.push(format!("{}: {first}", s.name));
+                Ok(format!("{}: {first}", s.name))
             } else {
-                wrong.push(format!(
+                Err(format!(
                     "{}: wanted {:?} saying `{}`, judged {:?}: {}",
                     s.name, case.cause, case.says, j.cause, j.reason
-                ));
-            }
-        }
-        Ok(if wrong.is_empty() {
-            (
-                Verdict::Pass,
-                format!(
-                    "all {} broken or lying guests judged fail for the right reason; {}",
-                    seen.len(),
-                    seen.join("; ")
-                ),
-            )
-        } else {
-            (
-                Verdict::Fail,
-                format!("the harness misjudged guests:\n{}", wrong.join("\n")),
-            )
-        })
+                ))
+            },
+        )
+    }
+}
+
+/// One harness-selftest guest's result (`Rig::selftest_case`).
+type SelfTestPart = std::result::Result<String, String>;
+/// The same, with when its job started and ended.
+type TimedPart = (SelfTestPart, Instant, Instant);
+
+/// harness-selftest's verdict over its guests' results.
+fn selftest_verdict(results: &[SelfTestPart]) -> (Verdict, String) {
+    let wrong: Vec<&str> = results
+        .iter()
+        .filter_map(|r| r.as_ref().err())
+        .map(String::as_str)
+        .collect();
+    let seen: Vec<&str> = results
+        .iter()
+        .filter_map(|r| r.as_ref().ok())
+        .map(String::as_str)
+        .collect();
+    if wrong.is_empty() {
+        (
+            Verdict::Pass,
+            format!(
+                "all {} broken or lying guests judged fail for the right reason; {}",
+                seen.len(),
+                seen.join("; ")
+            ),
+        )
+    } else {
+        (
+            Verdict::Fail,
+            format!("the harness misjudged guests:\n{}", wrong.join("\n")),
+        )
     }
 }
 
@@ -672,9 +700,12 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
 
 /// Runs the chosen scenarios on the chosen arches, logs under `dir`; a
 /// verdict for each run (the unit tests are the caller's), in arch order.
-/// Up to `opts.jobs` runs go at once, from any arch: a boot is one TCG
-/// process, and much of a hot-plug scenario is waiting. An arch's kernel and
-/// image are built by the first run that needs them (one build at a time).
+/// Up to `opts.jobs` jobs go at once, from any arch: a boot is one TCG
+/// process, and much of a hot-plug scenario is waiting. Longest first (by
+/// the previous run's times), so that no long boot starts last; an arch's
+/// kernel and image are built by the first job that needs them, and a job
+/// of an arch not yet built never holds a worker while another arch has
+/// work ready. harness-selftest's guests are jobs of their own.
 pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Outcome>> {
     let tc = setup(paths, &opts.arches).context("provisioning")?;
     let device_bin = if opts.scenarios.iter().any(|s| s.machine.has_device()) {
@@ -689,10 +720,7 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
         _ => None,
     };
     let with_driver = opts.scenarios.iter().any(|s| s.needs_driver());
-    let prepared: Vec<OnceLock<Result<Prepared>>> =
-        opts.arches.iter().map(|_| Default::default()).collect();
-    // Arch-major, as reported; taken round-robin across arches, so that
-    // every arch starts early and the longest one does not run last.
+    // Arch-major, as reported.
     let runs: Vec<(usize, &Scenario, usize)> = (0..opts.arches.len())
         .flat_map(|a| {
             opts.scenarios
@@ -700,10 +728,8 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
                 .flat_map(move |&s| (1..=opts.repeat).map(move |i| (a, s, i)))
         })
         .collect();
-    let per_arch = runs.len() / opts.arches.len().max(1);
-    let order: Vec<usize> = (0..per_arch)
-        .flat_map(|k| (0..opts.arches.len()).map(move |a| a * per_arch + k))
-        .collect();
+    let history = report::previous_durations(&paths.results(), dir);
+    let jobs = schedule::jobs(&runs, opts.arches.as_slice(), &history);
     let runner = Runner {
         paths,
         tc: &tc,
@@ -712,22 +738,62 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
         opts,
         dir,
     };
-    let next = AtomicUsize::new(0);
+    let board = schedule::Board::new(jobs, opts.arches.len());
+    let prepared: Vec<OnceLock<Result<Prepared>>> =
+        opts.arches.iter().map(|_| Default::default()).collect();
     let done: Vec<OnceLock<Outcome>> = runs.iter().map(|_| Default::default()).collect();
+    let parts: Vec<Vec<OnceLock<TimedPart>>> = runs
+        .iter()
+        .map(|(_, s, _)| schedule::parts(s).map(|_| Default::default()).collect())
+        .collect();
     std::thread::scope(|scope| {
-        for _ in 0..opts.jobs.clamp(1, runs.len().max(1)) {
+        for _ in 0..opts.jobs.clamp(1, board.len().max(1)) {
             scope.spawn(|| {
-                while let Some(&r) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    let (a, s, i) = runs[r];
-                    let arch = opts.arches[a];
-                    let p = prepared[a]
-                        .get_or_init(|| prepare(paths, &tc, arch, &opts.flavor, dir, with_driver));
-                    let _ = done[r].set(runner.run(arch, p, s, i));
+                while let Some(task) = board.next() {
+                    match task {
+                        schedule::Task::Prepare(a) => {
+                            let arch = opts.arches[a];
+                            let _ = prepared[a].set(prepare(
+                                paths,
+                                &tc,
+                                arch,
+                                &opts.flavor,
+                                dir,
+                                with_driver,
+                            ));
+                            board.ready(a);
+                        }
+                        schedule::Task::Run(job) => {
+                            let (a, s, i) = runs[job.run];
+                            let arch = opts.arches[a];
+                            let p = prepared[a].get().expect("a ready arch is prepared");
+                            match job.part {
+                                None => {
+                                    let _ = done[job.run].set(runner.run(arch, p, s, i));
+                                }
+                                Some(k) => {
+                                    let part = runner.selftest_part(arch, p, s, i, k);
+                                    let _ = parts[job.run][k].set(part);
+                                }
+                            }
+                        }
+                    }
                 }
             });
         }
     });
-    Ok(done.into_iter().filter_map(OnceLock::into_inner).collect())
+    Ok(runs
+        .iter()
+        .zip(done)
+        .zip(parts)
+        .filter_map(|((&(a, s, i), done), parts)| {
+            done.into_inner().or_else(|| {
+                let parts: Vec<TimedPart> =
+                    parts.into_iter().filter_map(OnceLock::into_inner).collect();
+                (!parts.is_empty()).then(|| runner.selftest_outcome(opts.arches[a], s, i, parts))
+            })
+        })
+        .collect())
 }
 
 /// What every run of one `scenarios` call shares.
@@ -741,35 +807,80 @@ struct Runner<'a> {
 }
 
 impl Runner<'_> {
+    /// The folder of one run's logs.
+    fn log_dir(&self, arch: Arch, s: &Scenario, i: usize) -> PathBuf {
+        if self.opts.repeat == 1 {
+            self.dir.join(format!("{arch}-{}", s.name))
+        } else {
+            self.dir.join(format!("{arch}-{}-{i:03}", s.name))
+        }
+    }
+
+    /// Guest `k` of harness-selftest, as a job of its own; with the time
+    /// it started and ended, for the run's duration.
+    fn selftest_part(
+        &self,
+        arch: Arch,
+        prepared: &Result<Prepared>,
+        s: &Scenario,
+        i: usize,
+        k: usize,
+    ) -> TimedPart {
+        let t = Instant::now();
+        let case = &scenario::SELFTEST_CASES[k];
+        let result = match prepared {
+            Err(e) => Err(format!("kernel or image build failed: {e:#}")),
+            Ok(p) if s.needs_driver() && p.driver.is_err() => Err(format!(
+                "the driver did not build: {}",
+                p.driver.as_ref().err().map_or("", String::as_str)
+            )),
+            Ok(p) => Rig {
+                paths: self.paths,
+                tc: self.tc,
+                p,
+                device: self.device,
+                oracle: self.oracle,
+            }
+            .selftest_case(case, &self.log_dir(arch, s, i))
+            .unwrap_or_else(|e| Err(format!("{}: could not run: {e:#}", case.scenario.name))),
+        };
+        (result, t, Instant::now())
+    }
+
+    /// harness-selftest's outcome from its guests' jobs, printed.
+    fn selftest_outcome(
+        &self,
+        arch: Arch,
+        s: &Scenario,
+        i: usize,
+        parts: Vec<TimedPart>,
+    ) -> Outcome {
+        let start = parts.iter().map(|p| p.1).min();
+        let end = parts.iter().map(|p| p.2).max();
+        let duration_s = match (start, end) {
+            (Some(a), Some(b)) => (b - a).as_secs_f64(),
+            _ => 0.0,
+        };
+        let results: Vec<SelfTestPart> = parts.into_iter().map(|p| p.0).collect();
+        let (verdict, reason) = if results.len() == scenario::SELFTEST_CASES.len() {
+            selftest_verdict(&results)
+        } else {
+            (Verdict::Fail, "not every selftest guest ran".to_string())
+        };
+        self.outcome(arch, s, i, Judgement::plain(verdict, reason), duration_s)
+    }
+
     /// One run of one scenario on one arch, printed as it ends.
     fn run(&self, arch: Arch, prepared: &Result<Prepared>, s: &Scenario, i: usize) -> Outcome {
-        let Runner {
-            paths,
-            tc,
-            device,
-            oracle,
-            opts,
-            dir,
-        } = *self;
-        let log = if opts.repeat == 1 {
-            dir.join(format!("{arch}-{}", s.name))
-        } else {
-            dir.join(format!("{arch}-{}-{i:03}", s.name))
-        };
+        let log = self.log_dir(arch, s, i);
         let t = Instant::now();
-        let Judgement {
-            verdict,
-            reason,
-            timings,
-            findings,
-            ..
-        } = match prepared {
+        let judgement = match prepared {
             Ok(p) => Rig {
-                paths,
-                tc,
+                paths: self.paths,
+                tc: self.tc,
                 p,
-                device,
-                oracle,
+                device: self.device,
+                oracle: self.oracle,
             }
             .run_scenario(s, &log),
             Err(e) => Judgement::plain(
@@ -777,14 +888,33 @@ impl Runner<'_> {
                 format!("kernel or image build failed: {e:#}"),
             ),
         };
-        let duration_s = t.elapsed().as_secs_f64();
+        self.outcome(arch, s, i, judgement, t.elapsed().as_secs_f64())
+    }
+
+    /// A run's outcome, printed as it ends.
+    fn outcome(
+        &self,
+        arch: Arch,
+        s: &Scenario,
+        i: usize,
+        j: Judgement,
+        duration_s: f64,
+    ) -> Outcome {
+        let Judgement {
+            verdict,
+            reason,
+            timings,
+            findings,
+            ..
+        } = j;
+        let log = self.log_dir(arch, s, i);
         eprintln!(
             "test: {arch} {}{}: {:?} in {duration_s:.1} s — {}",
             s.name,
-            if opts.repeat == 1 {
+            if self.opts.repeat == 1 {
                 String::new()
             } else {
-                format!(" ({i}/{})", opts.repeat)
+                format!(" ({i}/{})", self.opts.repeat)
             },
             verdict,
             reason.lines().next().unwrap_or("")
@@ -793,7 +923,7 @@ impl Runner<'_> {
             eprintln!("{reason}\n(logs: {})", log.display());
         }
         let log = log
-            .strip_prefix(&paths.root)
+            .strip_prefix(&self.paths.root)
             .unwrap_or(&log)
             .display()
             .to_string();

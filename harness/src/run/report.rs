@@ -5,7 +5,7 @@ use crate::judge::Findings;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -38,6 +38,46 @@ pub struct Outcome {
 #[derive(Serialize)]
 struct Report<'a> {
     results: &'a [Outcome],
+}
+
+/// How long each arch's scenario took in the newest earlier run under
+/// `results` (not `current`) that left a report, for scheduling: `(arch,
+/// scenario)` to seconds, the longest of its repetitions. Empty when there
+/// is none.
+pub fn previous_durations(results: &Path, current: &Path) -> BTreeMap<(String, String), f64> {
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(results)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.as_path() != current && p.join("report.json").is_file())
+        .filter(|p| !p.is_symlink())
+        .collect();
+    // Run ids start with their UTC time: the newest sorts last.
+    runs.sort();
+    let Some(text) = runs
+        .last()
+        .and_then(|r| std::fs::read_to_string(r.join("report.json")).ok())
+    else {
+        return BTreeMap::new();
+    };
+    durations(&text)
+}
+
+/// `(arch, scenario)` to seconds from a report.json's text.
+fn durations(report: &str) -> BTreeMap<(String, String), f64> {
+    let mut out = BTreeMap::new();
+    let v: serde_json::Value = serde_json::from_str(report).unwrap_or_default();
+    for r in v["results"].as_array().into_iter().flatten() {
+        if let (Some(a), Some(s), Some(d)) = (
+            r["arch"].as_str(),
+            r["scenario"].as_str(),
+            r["duration_s"].as_f64(),
+        ) {
+            let e = out.entry((a.to_string(), s.to_string())).or_insert(0.0);
+            *e = f64::max(*e, d);
+        }
+    }
+    out
 }
 
 pub fn to_json(results: &[Outcome]) -> String {
@@ -228,6 +268,29 @@ fn median_max(values: &[f64]) -> (f64, f64) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn previous_durations_take_the_newest_report_but_this_run() {
+        let d = std::env::temp_dir().join(format!("pci-rig-durations-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let report = |run: &str, secs: f64| {
+            std::fs::create_dir_all(d.join(run)).unwrap();
+            let text = format!(
+                r#"{{"results":[{{"arch":"x86_64","scenario":"boot","duration_s":{secs}}},{{"arch":"x86_64","scenario":"boot","duration_s":1.0}}]}}"#
+            );
+            std::fs::write(d.join(run).join("report.json"), text).unwrap();
+        };
+        report("20261201-000000-1", 3.0);
+        report("20261202-000000-1", 5.0);
+        std::fs::create_dir_all(d.join("20261203-000000-1")).unwrap();
+        let key = ("x86_64".to_string(), "boot".to_string());
+        let got = super::previous_durations(&d, &d.join("20261203-000000-1"));
+        assert_eq!(got.get(&key), Some(&5.0), "the newest, longest repetition");
+        let got = super::previous_durations(&d, &d.join("20261202-000000-1"));
+        assert_eq!(got.get(&key), Some(&3.0), "never the current run's own");
+        assert!(super::previous_durations(&d.join("none"), &d).is_empty());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
     use super::*;
 
     #[test]
