@@ -496,11 +496,22 @@ pub fn build(paths: &Paths, tc: &Toolchain, tree: &Tree, flavor: &Flavor) -> Res
     refuse_our_warnings(&log, &ours, &src, &format!("kernel {arch}"))?;
     std::fs::write(&stamp, inputs)?;
     eprintln!(
-        "kernel {arch}: up to date in {:.1} s ({})",
+        "kernel {arch}: up to date in {:.1} s, {} objects ({})",
         started.elapsed().as_secs_f64(),
+        objects(&build)?,
         build.display()
     );
     Ok(Kernel { arch, src, build })
+}
+
+/// How many objects a kernel build tree holds: what its config compiles
+/// (our out-of-tree modules' copies not counted).
+fn objects(build: &Path) -> Result<usize> {
+    Ok(walk(build)?
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "o"))
+        .filter(|f| !f.starts_with(build.join("pci-rig-external")))
+        .count())
 }
 
 /// Fails when make's `log` shows a warning in one of `ours` (paths relative
