@@ -1,12 +1,13 @@
 //! Booting one guest under QEMU: the command line, the serial console read
-//! line by line with a deadline, a QMP connection, and the per-boot folder
-//! that keeps the serial log, QEMU's stderr, its command line and the QMP
-//! transcript.
+//! line by line with a deadline, each line's arrival timed for the boot's
+//! phases, a QMP connection, and the per-boot folder that keeps the serial
+//! log, QEMU's stderr, its command line and the QMP transcript.
 
 use crate::arch::Arch;
 use crate::guest::console::Untangle;
 use crate::guest::qmp::Qmp;
 use crate::host::provision::Qemu;
+use crate::judge::phases::{Phases, Recorder};
 use anyhow::{bail, Context, Result};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -44,6 +45,17 @@ pub struct Console {
     /// The MMIO oracle's log (`oracle`), when the plugin watched this boot:
     /// what it saw, or why it could not be read; filled in by the caller.
     pub oracle: Option<Result<crate::judge::oracle::Log, String>>,
+    /// Where the boot's time went, by the host's clock and the guest's
+    /// printk stamps (`judge::phases`).
+    pub phases: Phases,
+}
+
+/// What the console's reader hands the boot's loop, each with the time it
+/// was read.
+enum FromConsole {
+    /// The console's first byte, before any whole line.
+    FirstByte(Instant),
+    Line(Instant, String),
 }
 
 /// Where a boot's sockets live: its own folder, unless that path is too long
@@ -140,12 +152,19 @@ impl Guest<'_> {
         let mut console_in = child.stdin.take().expect("piped");
         let (tx, rx) = mpsc::channel();
         let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).split(b'\n') {
+            let mut stdout = BufReader::new(stdout);
+            // Waits for the first chunk QEMU writes, whole line or not.
+            if matches!(stdout.fill_buf(), Ok(b) if !b.is_empty())
+                && tx.send(FromConsole::FirstByte(Instant::now())).is_err()
+            {
+                return;
+            }
+            for line in stdout.split(b'\n') {
                 let Ok(bytes) = line else { break };
                 let text = String::from_utf8_lossy(&bytes)
                     .trim_end_matches('\r')
                     .to_string();
-                if tx.send(text).is_err() {
+                if tx.send(FromConsole::Line(Instant::now(), text)).is_err() {
                     break;
                 }
             }
@@ -168,15 +187,21 @@ impl Guest<'_> {
         let mut serial = std::fs::File::create(self.dir.join("serial.log"))?;
         let mut untangle = Untangle::default();
         let mut lines = Vec::new();
+        let mut phases = Recorder::default();
+        let ms = |at: Instant| at.duration_since(started).as_secs_f64() * 1000.0;
+        let mut last_at = started;
         let deadline = started + timeout;
         let mut timed_out = false;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match rx.recv_timeout(left) {
-                Ok(raw) => {
+                Ok(FromConsole::FirstByte(at)) => phases.first_byte(ms(at)),
+                Ok(FromConsole::Line(at, raw)) => {
+                    last_at = at;
                     writeln!(serial, "{raw}")?;
                     serial.flush()?;
                     for line in untangle.push(&raw) {
+                        phases.line(ms(at), &line);
                         on_line(&line, &mut qmp, &mut console_in)?;
                         lines.push(line);
                     }
@@ -189,9 +214,13 @@ impl Guest<'_> {
                 }
             }
         }
-        lines.extend(untangle.finish());
+        if let Some(line) = untangle.finish() {
+            phases.line(ms(last_at), &line);
+            lines.push(line);
+        }
         drop(console_in);
         let exit = child.wait()?;
+        let exited = Instant::now();
         qmp.drain();
         let _ = reader.join();
         let _ = std::fs::remove_file(&sock);
@@ -203,6 +232,7 @@ impl Guest<'_> {
             events: std::mem::take(&mut qmp.events),
             host_failures: Vec::new(),
             oracle: None,
+            phases: phases.finish(ms(exited)),
         })
     }
 }

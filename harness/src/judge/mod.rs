@@ -7,6 +7,7 @@ pub mod driver;
 pub mod ktap;
 pub mod kunit;
 pub mod oracle;
+pub mod phases;
 
 use crate::bench::figures::GuestFigures;
 use crate::guest::console::{self, Splat};
@@ -59,6 +60,9 @@ pub struct Findings {
     /// `bench`'s figures.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub figures: Option<GuestFigures>,
+    /// Where the boot's time went (`phases`), whatever the verdict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phases: Option<phases::Phases>,
 }
 
 impl Findings {
@@ -91,7 +95,15 @@ impl Judgement {
 }
 
 /// Judges one boot; `device` is what the device server left, when attached.
+/// The findings carry the boot's phases, whatever the verdict.
 pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
+    let mut j = verdict(s, c, device);
+    j.findings.phases = Some(c.phases.clone()).filter(|p| !p.is_empty());
+    j
+}
+
+/// `judge` but for the phases.
+fn verdict(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
     let text: Vec<&str> = c
         .lines
         .iter()
@@ -513,6 +525,7 @@ mod tests {
             oracle: None,
             elapsed: Duration::from_millis(1500),
             events: vec![],
+            phases: Default::default(),
         }
     }
 
@@ -533,6 +546,26 @@ mod tests {
         let j = judge(&BOOT, &console(GOOD, false), &[]);
         assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
         assert!(j.reason.starts_with("2/2 guest checks ok"), "{}", j.reason);
+    }
+
+    #[test]
+    fn findings_carry_the_phases_whatever_the_verdict() {
+        let mut r = phases::Recorder::default();
+        r.first_byte(200.0);
+        r.line(900.0, "[    0.6] Run /init as init process");
+        let phases = r.finish(1000.0);
+        for timed_out in [false, true] {
+            let c = Console {
+                phases: phases.clone(),
+                ..console(GOOD, timed_out)
+            };
+            let j = judge(&BOOT, &c, &[]);
+            assert_eq!(j.verdict == Verdict::Pass, !timed_out, "{}", j.reason);
+            assert_eq!(j.findings.phases.as_ref(), Some(&phases));
+            assert_eq!(j.findings.phases.unwrap().kernel_ms, Some(700.0));
+        }
+        let none = judge(&BOOT, &console(GOOD, false), &[]);
+        assert_eq!(none.findings.phases, None, "nothing recorded, nothing said");
     }
 
     #[test]
@@ -951,10 +984,7 @@ mod tests {
             at(2.0, "event probe_begin"),
             at(2.0, MAGIC_READ),
             at(2.0, "step identify ok x=1"),
-            at(
-                2.0,
-                "step scratch FAIL no interrupt within 1 s; status=0x2",
-            ),
+            at(2.0, "step scratch FAIL no interrupt within 1 s; status=0x2"),
         ]);
         lines.extend(probe().iter().map(|t| at(3.0, t)));
         let log = [
@@ -1059,6 +1089,7 @@ mod tests {
             oracle: None,
             elapsed: Duration::ZERO,
             events,
+            phases: Default::default(),
         }
     }
 
