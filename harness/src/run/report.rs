@@ -1,13 +1,15 @@
 //! Verdicts and the files a run leaves behind: `report.json`, `junit.xml`
-//! and the closing table.
+//! and the closing table; the boots' phases summed up per arch.
 
+use crate::bench::figures::median;
+use crate::judge::phases::Phases;
 use crate::judge::Findings;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     Pass,
@@ -256,6 +258,128 @@ pub fn per_scenario(results: &[Outcome]) -> Vec<Outcome> {
     rows
 }
 
+/// Where one arch's boots spent their time: each of `Phases`' fields the
+/// median over the passing boots that reached it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ArchPhases {
+    pub arch: String,
+    /// Passing boots with phases.
+    pub boots: usize,
+    /// Of those, the boots that armed the MMIO oracle (`arming_ms`).
+    pub armed: usize,
+    pub median: Phases,
+}
+
+/// The phases of a run's passing boots, per arch in the order the arches
+/// first come (boots without phases, e.g. `harness-selftest`,
+/// `compile-fail`, `id-table`, count for nothing).
+pub fn phase_summary(outcomes: &[Outcome]) -> Vec<ArchPhases> {
+    summarize(
+        outcomes
+            .iter()
+            .filter(|o| o.verdict == Verdict::Pass)
+            .filter_map(|o| Some((o.arch.as_str(), o.findings.phases.as_ref()?))),
+    )
+}
+
+/// `phase_summary` of a report.json's text (`to_json`).
+pub fn phase_summary_json(report: &str) -> serde_json::Result<Vec<ArchPhases>> {
+    #[derive(Deserialize)]
+    struct Report {
+        results: Vec<Run>,
+    }
+    #[derive(Deserialize)]
+    struct Run {
+        arch: String,
+        verdict: Verdict,
+        #[serde(default)]
+        findings: Found,
+    }
+    #[derive(Default, Deserialize)]
+    struct Found {
+        phases: Option<Phases>,
+    }
+    let r: Report = serde_json::from_str(report)?;
+    Ok(summarize(
+        r.results
+            .iter()
+            .filter(|o| o.verdict == Verdict::Pass)
+            .filter_map(|o| Some((o.arch.as_str(), o.findings.phases.as_ref()?))),
+    ))
+}
+
+/// `phase_summary` of a run folder's report.json.
+pub fn read_phase_summary(dir: &Path) -> anyhow::Result<Vec<ArchPhases>> {
+    let path = dir.join("report.json");
+    let text = std::fs::read_to_string(&path)?;
+    phase_summary_json(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+fn summarize<'a>(boots: impl Iterator<Item = (&'a str, &'a Phases)>) -> Vec<ArchPhases> {
+    let mut arches: Vec<(&str, Vec<&Phases>)> = Vec::new();
+    for (arch, p) in boots {
+        match arches.iter_mut().find(|(a, _)| *a == arch) {
+            Some((_, ps)) => ps.push(p),
+            None => arches.push((arch, vec![p])),
+        }
+    }
+    arches
+        .into_iter()
+        .map(|(arch, ps)| {
+            let fields: Vec<_> = ps.iter().map(|p| p.fields()).collect();
+            let mut m = Phases::default();
+            for (i, slot) in m.fields_mut().into_iter().enumerate() {
+                *slot = median(fields.iter().filter_map(|f| f[i].1).collect());
+            }
+            ArchPhases {
+                arch: arch.to_string(),
+                boots: ps.len(),
+                armed: ps.iter().filter(|p| p.arming_ms.is_some()).count(),
+                median: m,
+            }
+        })
+        .collect()
+}
+
+/// `phase_summary` as a table: one row per arch, medians in seconds, `-`
+/// where no boot reached the phase.
+pub fn phase_table(arches: &[ArchPhases]) -> String {
+    type Column = (&'static str, fn(&Phases) -> Option<f64>);
+    let cols: [Column; 8] = [
+        ("1st byte", |p| p.to_first_byte_ms),
+        ("kernel", |p| p.kernel_ms),
+        ("init", |p| p.init_to_scenario_ms),
+        ("arming", |p| p.arming_ms),
+        ("scenario", |p| p.scenario_ms),
+        ("poweroff", |p| p.poweroff_ms),
+        ("exit", |p| p.exit_at_ms),
+        ("printk@init", |p| p.run_init_stamp_ms),
+    ];
+    let mut t = format!("{:<9} {:>5} {:>5}", "arch", "boots", "armed");
+    for (name, _) in cols {
+        let _ = write!(t, " {name:>11}");
+    }
+    t.push('\n');
+    for a in arches {
+        let _ = write!(t, "{:<9} {:>5} {:>5}", a.arch, a.boots, a.armed);
+        for (_, get) in cols {
+            match get(&a.median) {
+                Some(ms) => write!(t, " {:>10.2}s", ms / 1000.0),
+                None => write!(t, " {:>11}", "-"),
+            }
+            .expect("writing to a String");
+        }
+        t.push('\n');
+    }
+    t.push_str(
+        "medians over passing boots (arming: over those with the MMIO oracle); 1st byte: QEMU's start to \
+         the console's first byte; kernel: to `Run /init`; init: to the scenario's start line; \
+         scenario: from it (or the arming) to `pcirig: done`; poweroff: to QEMU's exit; exit: the \
+         whole boot; printk@init: the kernel's own stamp at `Run /init`\n",
+    );
+    t
+}
+
 /// The median (the upper one of an even count) and the largest value.
 fn median_max(values: &[f64]) -> (f64, f64) {
     let mut v = values.to_vec();
@@ -385,6 +509,108 @@ mod tests {
             x.matches("<testcase").count(),
             x.matches("</testcase>").count() + 1
         );
+    }
+
+    /// A boot of `arch` whose phases are `kernel_ms` and, when given,
+    /// `arming_ms`, with its verdict.
+    fn phased(arch: &str, verdict: Verdict, kernel: f64, arming: Option<f64>) -> Outcome {
+        Outcome {
+            arch: arch.into(),
+            scenario: "unbind".into(),
+            verdict,
+            duration_s: 3.0,
+            log: format!("target/pci-rig/r1/{arch}-unbind"),
+            reason: "why".into(),
+            timings: Timings::new(),
+            findings: Findings {
+                phases: Some(Phases {
+                    kernel_ms: Some(kernel),
+                    arming_ms: arming,
+                    ..Phases::default()
+                }),
+                ..Findings::default()
+            },
+        }
+    }
+
+    fn phased_run() -> Vec<Outcome> {
+        let mut no_phases = phased("x86_64", Verdict::Pass, 0.0, None);
+        no_phases.findings = Findings::default();
+        vec![
+            phased("arm64", Verdict::Pass, 1000.0, Some(100.0)),
+            phased("x86_64", Verdict::Pass, 3000.0, Some(400.0)),
+            phased("arm64", Verdict::Pass, 1400.0, None),
+            phased("arm64", Verdict::Fail, 90000.0, Some(9000.0)),
+            phased("arm64", Verdict::Pass, 1100.0, Some(300.0)),
+            phased("x86_64", Verdict::Pass, 2000.0, None),
+            no_phases,
+        ]
+    }
+
+    #[test]
+    fn phases_summed_up_per_arch_as_medians_of_passing_boots() {
+        let s = phase_summary(&phased_run());
+        assert_eq!(s.len(), 2);
+        assert_eq!(
+            (s[0].arch.as_str(), s[0].boots, s[0].armed),
+            ("arm64", 3, 2)
+        );
+        assert_eq!(s[0].median.kernel_ms, Some(1100.0), "odd count: the middle");
+        assert_eq!(
+            s[0].median.arming_ms,
+            Some(200.0),
+            "over the armed boots only"
+        );
+        assert_eq!(s[0].median.scenario_ms, None, "no boot had it");
+        assert_eq!(
+            (s[1].arch.as_str(), s[1].boots, s[1].armed),
+            ("x86_64", 2, 1)
+        );
+        assert_eq!(
+            s[1].median.kernel_ms,
+            Some(2500.0),
+            "even count: the mean of two"
+        );
+        assert_eq!(s[1].median.arming_ms, Some(400.0));
+        assert!(phase_summary(&sample()).is_empty(), "no phases, no rows");
+    }
+
+    #[test]
+    fn phases_summed_up_from_report_json_as_from_outcomes() {
+        let run = phased_run();
+        let json = to_json(&run);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["results"][0]["findings"]["phases"]["kernel_ms"], 1000.0);
+        assert!(v["results"][2]["findings"]["phases"]
+            .get("arming_ms")
+            .is_none());
+        assert_eq!(phase_summary_json(&json).unwrap(), phase_summary(&run));
+        let dir = std::env::temp_dir().join(format!("pci-rig-phases-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        write_files(&dir, &run).unwrap();
+        assert_eq!(read_phase_summary(&dir).unwrap(), phase_summary(&run));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(phase_summary_json("{\"results\": [{\"arch\": 1}]}").is_err());
+    }
+
+    #[test]
+    fn phase_table_in_seconds_with_dashes_for_what_no_boot_reached() {
+        let t = phase_table(&phase_summary(&phased_run()));
+        let rows: Vec<&str> = t.lines().collect();
+        assert!(
+            rows[0].starts_with("arch      boots armed    1st byte      kernel"),
+            "{t}"
+        );
+        assert!(
+            rows[1].starts_with("arm64         3     2           -       1.10s"),
+            "{t}"
+        );
+        assert!(rows[1].contains("       0.20s"), "{t}");
+        assert!(
+            rows[2].starts_with("x86_64        2     1           -       2.50s"),
+            "{t}"
+        );
+        assert!(rows[3].starts_with("medians over passing boots"), "{t}");
     }
 
     #[test]
