@@ -37,6 +37,8 @@ pub struct Console {
     pub timed_out: bool,
     pub exit: Option<ExitStatus>,
     pub elapsed: Duration,
+    /// The machine that booted.
+    pub arch: Arch,
     /// QMP events (DEVICE_DELETED, SHUTDOWN, …) seen during the boot.
     pub events: Vec<serde_json::Value>,
     /// What the host failed to do for the guest (a host action that failed, a device request
@@ -225,6 +227,7 @@ impl Guest<'_> {
         let _ = reader.join();
         let _ = std::fs::remove_file(&sock);
         Ok(Console {
+            arch: self.arch,
             lines,
             timed_out,
             exit: Some(exit),

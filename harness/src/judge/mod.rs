@@ -491,7 +491,7 @@ fn judge_driver(
 
 /// KUnit's rules (`kunit::judge`).
 fn judge_kunit(c: &Console) -> Judgement {
-    match kunit::judge(&c.lines, kunit::EXPECTED_SKIPS) {
+    match kunit::judge(&c.lines, kunit::EXPECTED_SKIPS, c.arch) {
         Ok(summary) => Judgement {
             verdict: Verdict::Pass,
             cause: None,
@@ -524,6 +524,7 @@ mod tests {
             host_failures: vec![],
             oracle: None,
             elapsed: Duration::from_millis(1500),
+            arch: crate::arch::Arch::Arm64,
             events: vec![],
             phases: Default::default(),
         }
@@ -1088,6 +1089,7 @@ mod tests {
             host_failures: vec![],
             oracle: None,
             elapsed: Duration::ZERO,
+            arch: crate::arch::Arch::Arm64,
             events,
             phases: Default::default(),
         }
