@@ -57,7 +57,8 @@ impl Arch {
     /// The bootable image, relative to the build directory.
     pub fn kernel_image(self) -> &'static str {
         match self {
-            Arch::X86_64 => "arch/x86/boot/bzImage",
+            // The ELF with its PVH entry note (CONFIG_PVH): QEMU loads it as is.
+            Arch::X86_64 => "vmlinux",
             Arch::Arm64 => "arch/arm64/boot/Image",
             Arch::Riscv64 => "arch/riscv/boot/Image",
         }

@@ -80,7 +80,10 @@ pub struct Tree {
 /// Takes `arch`'s build tree for `flavor`, the source tree unpacked and our
 /// overlay applied first. Waits (saying so) while another build holds it.
 pub fn lock(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<Tree> {
-    let base = paths.cache.join("kernel").join(source_version()?);
+    // `linux/`, not the `kernel/` of revisions before per-tree locks: a
+    // bench baseline of such a revision keeps its own tree and builds in
+    // the same cache, and neither rewrites the other's overlay or config.
+    let base = paths.cache.join("linux").join(source_version()?);
     std::fs::create_dir_all(&base)?;
     let src = base.join("src");
     let overlay = Overlay {
