@@ -88,6 +88,11 @@ pub fn socket_dir(dir: &Path) -> Result<PathBuf> {
 impl Guest<'_> {
     fn command(&self, serial: &str, qmp: Option<&Path>) -> Command {
         let mut c = self.qemu.command(self.arch);
+        // x86_64: qboot, a firmware that only loads the kernel, instead of
+        // SeaBIOS (0.1 s of every boot, measured), where QEMU ships it.
+        if let (Arch::X86_64, Some(qboot)) = (self.arch, self.qemu.firmware("qboot.rom")) {
+            c.arg("-bios").arg(qboot);
+        }
         c.args(self.arch.machine_args())
             .args([
                 "-nodefaults",

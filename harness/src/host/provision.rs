@@ -35,6 +35,15 @@ pub struct Qemu {
 }
 
 impl Qemu {
+    /// A firmware file QEMU ships (`qboot.rom`, …), where this QEMU has it.
+    pub fn firmware(&self, name: &str) -> Option<PathBuf> {
+        let dir = match &self.prefix {
+            Some(p) => p.join("usr/share/qemu"),
+            None => PathBuf::from("/usr/share/qemu"),
+        };
+        Some(dir.join(name)).filter(|f| f.is_file())
+    }
+
     pub fn command(&self, arch: Arch) -> Command {
         match &self.prefix {
             None => Command::new(arch.qemu_binary()),
