@@ -640,22 +640,42 @@ pub fn new_run_dir(paths: &Paths) -> Result<PathBuf> {
     Ok(dir)
 }
 
+/// `cargo test --workspace`, its output in `cargo-test.log` (it runs while
+/// the guests boot; a failure prints the log's tail).
 fn cargo_test(paths: &Paths, dir: &Path) -> Outcome {
-    eprintln!("test: cargo test --workspace");
+    eprintln!("test: cargo test --workspace (output: cargo-test.log)");
     let started = Instant::now();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["test", "--workspace"])
-        .current_dir(&paths.root)
-        .status();
+    let log = dir.join("cargo-test.log");
+    let status = std::fs::File::create(&log).and_then(|out| {
+        Command::new(cargo)
+            .args(["test", "--workspace"])
+            .current_dir(&paths.root)
+            .stdin(std::process::Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .status()
+    });
     let (verdict, reason) = match status {
         Ok(s) if s.success() => (Verdict::Pass, "all workspace tests passed".to_string()),
-        Ok(s) => (
-            Verdict::Fail,
-            format!("cargo test --workspace failed ({s}); see its output above"),
-        ),
+        Ok(s) => {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            (
+                Verdict::Fail,
+                format!(
+                    "cargo test --workspace failed ({s}); the end of {}:\n{}",
+                    log.display(),
+                    crate::host::process::tail(&text, 40)
+                ),
+            )
+        }
         Err(e) => (Verdict::Fail, format!("could not run cargo: {e}")),
     };
+    eprintln!(
+        "test: host cargo-test: {verdict:?} in {:.1} s — {}",
+        started.elapsed().as_secs_f64(),
+        reason.lines().next().unwrap_or("")
+    );
     Outcome {
         arch: "host".into(),
         scenario: "cargo-test".into(),
@@ -683,11 +703,16 @@ pub struct TestOptions {
 pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
     let dir = new_run_dir(paths)?;
     eprintln!("test: results in {}", dir.display());
-    let mut results = Vec::new();
-    if opts.unit_tests {
-        results.push(cargo_test(paths, &dir));
-    }
-    results.extend(scenarios(paths, opts, &dir)?);
+    // The unit tests run beside the guests: neither waits for the other.
+    let (unit, boots) = std::thread::scope(|scope| {
+        let unit = opts
+            .unit_tests
+            .then(|| scope.spawn(|| cargo_test(paths, &dir)));
+        let boots = scenarios(paths, opts, &dir);
+        (unit.map(|t| t.join().expect("cargo test's thread")), boots)
+    });
+    let mut results: Vec<Outcome> = unit.into_iter().collect();
+    results.extend(boots?);
     report::write_files(&dir, &results)?;
     if opts.repeat == 1 {
         println!("\n{}", report::table(&results));
