@@ -64,6 +64,15 @@ impl Arch {
         }
     }
 
+    /// What `make` builds: the image QEMU boots and the modules, nothing
+    /// else (no bzImage or Image.gz compression, no board device trees).
+    pub fn make_targets(self) -> [&'static str; 2] {
+        match self {
+            Arch::X86_64 => ["vmlinux", "modules"],
+            Arch::Arm64 | Arch::Riscv64 => ["Image", "modules"],
+        }
+    }
+
     pub fn qemu_binary(self) -> &'static str {
         match self {
             Arch::X86_64 => "qemu-system-x86_64",

@@ -77,13 +77,32 @@ pub struct Tree {
     _build: std::fs::File,
 }
 
-/// Takes `arch`'s build tree for `flavor`, the source tree unpacked and our
-/// overlay applied first. Waits (saying so) while another build holds it.
-pub fn lock(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<Tree> {
+/// Unpacks the pristine source tree if it is not yet (the first minute of a
+/// cold start, which provisioning overlaps with building bindgen).
+pub fn unpack_source(paths: &Paths) -> Result<()> {
+    let base = tree_base(paths)?;
+    // Unpacked once, marked last: no lock needed to see it (a build would
+    // hold the tree shared, and this must not wait for one).
+    if base.join("src/.unpacked").exists() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(&base)?;
+    let _exclusive = lock_file(&base.join("src.lock"), true, "the kernel source tree")?;
+    unpack(&base, &base.join("src"))
+}
+
+/// Where the source tree, its pristine copies and the build trees live.
+fn tree_base(paths: &Paths) -> Result<PathBuf> {
     // `linux/`, not the `kernel/` of revisions before per-tree locks: a
     // bench baseline of such a revision keeps its own tree and builds in
     // the same cache, and neither rewrites the other's overlay or config.
-    let base = paths.cache.join("linux").join(source_version()?);
+    Ok(paths.cache.join("linux").join(source_version()?))
+}
+
+/// Takes `arch`'s build tree for `flavor`, the source tree unpacked and our
+/// overlay applied first. Waits (saying so) while another build holds it.
+pub fn lock(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<Tree> {
+    let base = tree_base(paths)?;
     std::fs::create_dir_all(&base)?;
     let src = base.join("src");
     let overlay = Overlay {
@@ -479,7 +498,7 @@ pub fn build(paths: &Paths, tc: &Toolchain, tree: &Tree, flavor: &Flavor) -> Res
     let mut cmd = make(tc, &src, &build, arch);
     // Rust code is linted as it builds; the files we lay over the tree must
     // build without a warning (upstream's own are not ours to judge).
-    cmd.arg("CLIPPY=1");
+    cmd.arg("CLIPPY=1").args(arch.make_targets());
     // A no-op make still takes seconds to walk the tree; skip it when nothing
     // it reads has changed since it last succeeded.
     let stamp = build.join("pci-rig-built");
@@ -507,14 +526,14 @@ pub fn build(paths: &Paths, tc: &Toolchain, tree: &Tree, flavor: &Flavor) -> Res
     Ok(Kernel { arch, src, build })
 }
 
-/// How many objects a kernel build tree holds: what its config compiles
-/// (our out-of-tree modules' copies not counted).
+/// How many objects the config compiled: the members of `vmlinux.a` (a
+/// thin archive: `ar t` lists them) and the modules of `modules.order`;
+/// objects of options since switched off stay in the tree but not there.
 fn objects(build: &Path) -> Result<usize> {
-    Ok(walk(build)?
-        .iter()
-        .filter(|f| f.extension().is_some_and(|e| e == "o"))
-        .filter(|f| !f.starts_with(build.join("pci-rig-external")))
-        .count())
+    let members = run(Command::new("ar").arg("t").arg(build.join("vmlinux.a")))
+        .context("listing vmlinux.a")?;
+    let modules = std::fs::read_to_string(build.join("modules.order")).unwrap_or_default();
+    Ok(members.lines().count() + modules.lines().count())
 }
 
 /// Fails when make's `log` shows a warning in one of `ours` (paths relative
