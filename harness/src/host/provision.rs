@@ -294,17 +294,35 @@ fn ensure_busybox(paths: &Paths, arch: Arch) -> Result<PathBuf> {
 pub fn ensure(paths: &Paths, arches: &[Arch]) -> Result<Toolchain> {
     std::fs::create_dir_all(&paths.cache)
         .with_context(|| format!("creating the cache {}", paths.cache.display()))?;
-    ensure_host_packages(arches)?;
-    let bindgen = ensure_bindgen(paths)?;
-    let qemu = ensure_qemu(paths, arches)?;
-    let mut busybox = BTreeMap::new();
-    for &a in arches {
-        busybox.insert(a, ensure_busybox(paths, a)?);
-    }
-    Ok(Toolchain {
-        bindgen,
-        qemu,
-        busybox,
+    // QEMU and busybox come from private apt states, apart from the
+    // system's: they download while the host packages install and bindgen
+    // compiles (a cold start's first minutes).
+    std::thread::scope(|scope| {
+        let fetched = scope.spawn(|| -> Result<_> {
+            let qemu = ensure_qemu(paths, arches)?;
+            let mut busybox = BTreeMap::new();
+            for &a in arches {
+                busybox.insert(a, ensure_busybox(paths, a)?);
+            }
+            Ok((qemu, busybox))
+        });
+        let bindgen = ensure_host_packages(arches).and_then(|()| {
+            // linux-source is installed now: unpack it while bindgen builds.
+            let unpacked = scope.spawn(|| crate::kernel::unpack_source(paths));
+            let bindgen = ensure_bindgen(paths);
+            unpacked
+                .join()
+                .map_err(|_| anyhow::anyhow!("unpacking the kernel source panicked"))??;
+            bindgen
+        });
+        let (qemu, busybox) = fetched
+            .join()
+            .map_err(|_| anyhow::anyhow!("fetching QEMU and busybox panicked"))??;
+        Ok(Toolchain {
+            bindgen: bindgen?,
+            qemu,
+            busybox,
+        })
     })
 }
 
