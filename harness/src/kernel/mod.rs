@@ -111,13 +111,27 @@ pub fn lock(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<Tree> {
         manifest: base.join("overlay-manifest"),
     };
     let guest = paths.root.join("guest-kernel");
-    let source = loop {
-        // Shared while the tree is as we want it: other arches build from it.
+    // Shared while the tree is as we want it: other arches build from it.
+    let as_wanted = || -> Result<Option<std::fs::File>> {
         let shared = lock_file(&base.join("src.lock"), false, "the kernel source tree")?;
-        if src.join(".unpacked").exists() && overlay.apply(&guest, false)? == 0 {
+        let ready = src.join(".unpacked").exists() && overlay.apply(&guest, false)? == 0;
+        Ok(ready.then_some(shared))
+    };
+    let source = loop {
+        if let Some(shared) = as_wanted()? {
             break shared;
         }
-        drop(shared);
+        // One writer at a time, and it looks again first: the tree may be
+        // as wanted by now, laid by the writer before it (whose builds then
+        // hold it shared, and an exclusive lock would wait them out).
+        let _writer = lock_file(
+            &base.join("src.writer.lock"),
+            true,
+            "the kernel source tree",
+        )?;
+        if let Some(shared) = as_wanted()? {
+            break shared;
+        }
         let _exclusive = lock_file(&base.join("src.lock"), true, "the kernel source tree")?;
         unpack(&base, &src)?;
         overlay.apply(&guest, true)?;
