@@ -139,7 +139,8 @@ pub fn compile_fail(tc: &Toolchain, kernel: &Kernel, dir: &Path) -> Result<Strin
             .join("compile_fail.ko");
         // A module left by an earlier build must not count as this one's.
         let _ = std::fs::remove_file(&ko);
-        let result = kernel::build_module_copy(tc, kernel, dir, &[], label, "compile_fail", vars);
+        let result =
+            kernel::module::build_module_copy(tc, kernel, dir, &[], label, "compile_fail", vars);
         (result, ko)
     };
     let (correct, ko) = build("compile_fail-correct", &[]);

@@ -84,9 +84,10 @@ pub fn prepare(
         let bench = paths.root.join("guest-kernel/bench");
         // The bench module names registers through the driver's generated regs.rs.
         let regs = driver.join("regs.rs");
-        kernel::build_external(tc, &kernel, &driver, "pci_rig", &[])
+        kernel::module::build_external(tc, &kernel, &driver, "pci_rig", &[])
             .and_then(|ko| {
-                let bench = kernel::build_external(tc, &kernel, &bench, "pci_rig_bench", &[regs])?;
+                let bench =
+                    kernel::module::build_external(tc, &kernel, &bench, "pci_rig_bench", &[regs])?;
                 modules.push(bench);
                 Ok(ko)
             })
@@ -135,7 +136,7 @@ fn platform_modules(
     if kernel.arch == Arch::X86_64 {
         return Err("the platform modules are for device-tree machines (arm64, riscv64)".into());
     }
-    let first = kernel::build_module_copy(tc, kernel, dir, &[], "platform", "pcirig_platform", &[])
+    let first = kernel::module::build_module_copy(tc, kernel, dir, &[], "platform", "pcirig_platform", &[])
         .map_err(|e| format!("the platform modules did not build; the platform and cpufreq scenarios will fail:\n{e:#}"))?;
     let second = first.with_file_name("rcpufreq_dt.ko");
     Ok(vec![first, second])
