@@ -3,7 +3,7 @@
 //! (a constant offset past the end of an `Io<SIZE>`, a device that may be
 //! unbound where a bound one is needed).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use object::{elf, Object, ObjectSection, ObjectSymbol, SectionFlags};
@@ -129,56 +129,85 @@ pub fn refusal<'a>(m: &Mistake, log: &'a str) -> Option<&'a str> {
 
 /// Builds `dir` (guest-kernel/compile-fail) as is, which must build, and once
 /// per [`MISTAKES`] entry, which must fail for its reason and leave no
-/// module. Returns a summary.
+/// module. Returns a summary. Each variant builds in its own copy, so all
+/// build at once; a mistake built more than once builds in a row. The
+/// verdict is the one of building them in turn: the first failure in order.
 pub fn compile_fail(tc: &Toolchain, kernel: &Kernel, dir: &Path) -> Result<String> {
-    let build = |label: &str, vars: &[&str]| {
+    // A mistake's build removes the module an earlier build left, which must
+    // not count as this one's. The correct one keeps it: its build returns
+    // it without make only when a clean build of the very same inputs left it.
+    let build = |label: &str, vars: &[&str], fresh: bool| {
         let ko = kernel
             .build
             .join("pci-rig-external")
             .join(label)
             .join("compile_fail.ko");
-        // A module left by an earlier build must not count as this one's.
-        let _ = std::fs::remove_file(&ko);
+        if fresh {
+            let _ = std::fs::remove_file(&ko);
+        }
         let result =
             kernel::module::build_module_copy(tc, kernel, dir, &[], label, "compile_fail", vars);
         (result, ko)
     };
-    let (correct, ko) = build("compile_fail-correct", &[]);
+    let (correct, refusals) = std::thread::scope(|s| {
+        let mistakes: Vec<_> = MISTAKES
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let label = format!("compile_fail-mistake{i}");
+                s.spawn(move || refused(m, || build(&label, &[m.var], true)))
+            })
+            .collect();
+        let correct = build("compile_fail-correct", &[], false);
+        let refusals: Vec<Result<String>> = mistakes
+            .into_iter()
+            .map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect();
+        (correct, refusals)
+    });
+    let (correct, ko) = correct;
     correct.context("the module without mistakes must build, but did not")?;
     if !ko.exists() {
         bail!("the correct build succeeded but left no {}", ko.display());
     }
     let mut summary = vec!["correct: built".to_string()];
-    for (i, m) in MISTAKES.iter().enumerate() {
-        let mut lines = Vec::new();
-        for n in 1..=m.builds {
-            let (result, ko) = build(&format!("compile_fail-mistake{i}"), &[m.var]);
-            let log = ko.with_file_name("pci-rig-make.log");
-            if result.is_ok() {
-                bail!(
-                    "{} built ({}, build {n}); it must be refused",
-                    m.name,
-                    ko.display()
-                );
-            }
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            let Some(line) = refusal(m, &text) else {
-                bail!(
-                    "{} failed to build (build {n}), but not for its reason (a line with {:?}); log {}",
-                    m.name,
-                    m.needles,
-                    log.display()
-                );
-            };
-            if ko.exists() {
-                bail!("{} failed to build yet left {}", m.name, ko.display());
-            }
-            lines.push(line.to_string());
-        }
-        lines.dedup();
-        summary.push(format!("{}: refused ({})", m.name, lines.join(" | ")));
+    for line in refusals {
+        summary.push(line?);
     }
     Ok(summary.join("; "))
+}
+
+/// Builds `m`'s variant (`build`, in its own copy) as many times in a row
+/// as `m` says; each build must be refused for `m`'s reason and leave no
+/// module. Returns its line of the summary.
+fn refused(m: &Mistake, build: impl Fn() -> (Result<PathBuf>, PathBuf)) -> Result<String> {
+    let mut lines = Vec::new();
+    for n in 1..=m.builds {
+        let (result, ko) = build();
+        let log = ko.with_file_name("pci-rig-make.log");
+        if result.is_ok() {
+            bail!(
+                "{} built ({}, build {n}); it must be refused",
+                m.name,
+                ko.display()
+            );
+        }
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let Some(line) = refusal(m, &text) else {
+            bail!(
+                "{} failed to build (build {n}), but not for its reason (a line with {:?}); log {}",
+                m.name,
+                m.needles,
+                log.display()
+            );
+        };
+        if ko.exists() {
+            bail!("{} failed to build yet left {}", m.name, ko.display());
+        }
+        lines.push(line.to_string());
+    }
+    lines.dedup();
+    Ok(format!("{}: refused ({})", m.name, lines.join(" | ")))
 }
 
 #[cfg(test)]

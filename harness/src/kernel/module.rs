@@ -1,11 +1,21 @@
 //! Out-of-tree modules (our driver, the bench, platform and compile-fail
 //! modules), each built by Kbuild in its own copy under the kernel's build
-//! directory.
+//! directory. A copy whose inputs are those of its last clean build is not
+//! handed to make again: a no-op `make M=…` still walks and runs modpost.
 
-use super::{build_errors, make, run_make, walk, Kernel};
+use super::{build_errors, make, run_make, walk, Fnv, Kernel};
 use crate::host::provision::Toolchain;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Written by the kernel's build after it ended clean, holding its inputs'
+/// digest; absent while the kernel is rebuilt or after a failed build.
+const KERNEL_STAMP: &str = "pci-rig-built";
+/// In a copy: its last make ended clean (no error, no warning).
+const CLEAN: &str = "pci-rig-clean";
+/// In a copy: the digest of what that clean build read.
+const INPUTS: &str = "pci-rig-inputs";
 
 /// Builds the out-of-tree module in `dir` (a Kbuild file and its sources)
 /// against `kernel`. Kbuild writes objects next to the sources, so it builds
@@ -36,46 +46,73 @@ pub fn build_module_copy(
     vars: &[&str],
 ) -> Result<PathBuf> {
     let copy = kernel.build.join("pci-rig-external").join(label);
-    std::fs::create_dir_all(&copy)?;
-    let mut files = Vec::new();
-    for file in walk(dir)? {
-        files.push((copy.join(file.strip_prefix(dir)?), file));
-    }
-    for file in shared {
-        let name = file
-            .file_name()
-            .context("a shared module file has no name")?;
-        files.push((copy.join(name), file.clone()));
-    }
-    for (to, file) in files {
-        let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
-        if std::fs::read(&to).ok().as_ref() != Some(&bytes) {
-            std::fs::create_dir_all(to.parent().unwrap())?;
-            std::fs::write(&to, bytes)?;
-        }
-    }
-    // Make reuses objects only from a build that ended clean: one that
-    // warned, failed or was cut short may have left objects whose warnings
-    // make would not print again.
-    let clean = copy.join("pci-rig-clean");
-    if !clean.exists() {
-        discard_objects(&copy)?;
-    }
-    let _ = std::fs::remove_file(&clean);
     let mut cmd = make(tc, &kernel.src, &kernel.build, kernel.arch);
     // Our modules are linted as they build, and must build without a warning.
     cmd.arg(format!("M={}", copy.display()))
         .arg("CLIPPY=1")
         .args(vars)
         .arg("modules");
+    let stamp = std::fs::read_to_string(kernel.build.join(KERNEL_STAMP)).ok();
+    let job = Job {
+        dir,
+        shared,
+        copy: &copy,
+        name,
+        what: &format!("module {label} ({})", kernel.arch),
+    };
+    build_in_copy(&job, cmd, stamp.as_deref())
+}
+
+/// One module built in its copy.
+struct Job<'a> {
+    /// The module's sources, as the user edits them.
+    dir: &'a Path,
+    /// Files of other directories copied in beside them.
+    shared: &'a [PathBuf],
+    /// Where Kbuild builds it.
+    copy: &'a Path,
+    /// The module's name: the copy's `<name>.ko`.
+    name: &'a str,
+    /// How messages name the build.
+    what: &'a str,
+}
+
+/// Refreshes the copy, then runs `cmd` (make in the copy) unless the copy's
+/// last clean build read the same inputs (`kernel_stamp`: the kernel build's
+/// stamp; without one, make always runs). A build that warns is refused and
+/// leaves no module, no clean marker and no digest, so the next build of the
+/// same source runs make again from no objects and warns again.
+fn build_in_copy(job: &Job, cmd: Command, kernel_stamp: Option<&str>) -> Result<PathBuf> {
+    let (dir, copy) = (job.dir, job.copy);
+    let files = refresh(job)?;
+    let ko = copy.join(format!("{}.ko", job.name));
+    let clean = copy.join(CLEAN);
+    let recorded = copy.join(INPUTS);
+    let digest = kernel_stamp.map(|stamp| inputs(&files, &cmd, stamp));
+    if let Some(digest) = &digest {
+        let last = clean
+            .exists()
+            .then(|| std::fs::read_to_string(&recorded).ok())
+            .flatten();
+        if up_to_date(last.as_deref(), digest, ko.exists()) {
+            return Ok(ko);
+        }
+    }
+    // Make reuses objects only from a build that ended clean: one that
+    // warned, failed or was cut short may have left objects whose warnings
+    // make would not print again.
+    if !clean.exists() {
+        discard_objects(copy)?;
+    }
+    let _ = std::fs::remove_file(&clean);
+    let _ = std::fs::remove_file(&recorded);
     let log = copy.join("pci-rig-make.log");
-    let what = format!("module {label} ({})", kernel.arch);
-    run_make(cmd, &log, &what)?;
+    run_make(cmd, &log, job.what)?;
     // Named by the file the user edits, not by its copy.
     let warnings: Vec<String> = build_errors::warnings(&std::fs::read_to_string(&log)?)
         .iter()
         .map(|w| {
-            let w = shared.iter().fold(w.clone(), |w, f| {
+            let w = job.shared.iter().fold(w.clone(), |w, f| {
                 let name = f.file_name().unwrap_or_default();
                 w.replace(&*copy.join(name).to_string_lossy(), &f.to_string_lossy())
             });
@@ -84,16 +121,77 @@ pub fn build_module_copy(
         .collect();
     if !warnings.is_empty() {
         // A refused build leaves no module.
-        discard_objects(&copy)?;
+        discard_objects(copy)?;
         bail!(
-            "{what} built with {} warning(s); fix them:\n{}\nfull log: {}",
+            "{} built with {} warning(s); fix them:\n{}\nfull log: {}",
+            job.what,
             warnings.len(),
             warnings.join("\n"),
             log.display()
         );
     }
+    if let Some(digest) = &digest {
+        std::fs::write(&recorded, digest)?;
+    }
     std::fs::write(&clean, "")?;
-    Ok(copy.join(format!("{name}.ko")))
+    Ok(ko)
+}
+
+/// Brings the copy's sources to the content of `dir`'s and the shared
+/// files, rewriting only the files that differ (make goes by mtimes).
+/// Returns each source by its name in the copy with the bytes it holds.
+fn refresh(job: &Job) -> Result<Vec<(PathBuf, Vec<u8>)>> {
+    std::fs::create_dir_all(job.copy)?;
+    let mut from = Vec::new();
+    for file in walk(job.dir)? {
+        from.push((file.strip_prefix(job.dir)?.to_path_buf(), file));
+    }
+    for file in job.shared {
+        let name = file
+            .file_name()
+            .context("a shared module file has no name")?;
+        from.push((PathBuf::from(name), file.clone()));
+    }
+    let mut files = Vec::new();
+    for (rel, file) in from {
+        let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+        let to = job.copy.join(&rel);
+        if std::fs::read(&to).ok().as_ref() != Some(&bytes) {
+            std::fs::create_dir_all(to.parent().unwrap())?;
+            std::fs::write(&to, &bytes)?;
+        }
+        files.push((rel, bytes));
+    }
+    Ok(files)
+}
+
+/// A digest of what a module's make reads that can change between runs:
+/// its sources (names and contents, in name order), the make command line,
+/// and the kernel build's stamp (which holds the digest of the kernel's own
+/// inputs: overlay, `.config`, command, compilers).
+fn inputs(files: &[(PathBuf, Vec<u8>)], cmd: &Command, kernel_stamp: &str) -> String {
+    let mut sorted: Vec<&(PathBuf, Vec<u8>)> = files.iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut h = Fnv::default();
+    // Lengths keep one file's end from passing for the next one's start.
+    let mut field = |bytes: &[u8]| {
+        h.write(&(bytes.len() as u64).to_le_bytes());
+        h.write(bytes);
+    };
+    for (name, bytes) in sorted {
+        field(name.as_os_str().as_encoded_bytes());
+        field(bytes);
+    }
+    field(format!("{cmd:?}").as_bytes());
+    field(kernel_stamp.as_bytes());
+    format!("{:016x}\n", h.0)
+}
+
+/// Whether make may be skipped: the copy's last build ended clean having
+/// read `digest` (`last`: the digest it recorded, `None` when it did not
+/// end clean), and its module is still there.
+fn up_to_date(last: Option<&str>, digest: &str, ko_exists: bool) -> bool {
+    last == Some(digest) && ko_exists
 }
 
 /// Removes the objects and modules a build left in `dir`.
@@ -104,4 +202,225 @@ fn discard_objects(dir: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scratch directory, removed when dropped.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new() -> Self {
+            use std::sync::atomic::{AtomicU32, Ordering};
+            static N: AtomicU32 = AtomicU32::new(0);
+            let p = std::env::temp_dir().join(format!(
+                "pci-rig-module-test-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::SeqCst)
+            ));
+            std::fs::create_dir_all(&p).unwrap();
+            Scratch(p)
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn files(list: &[(&str, &str)]) -> Vec<(PathBuf, Vec<u8>)> {
+        list.iter()
+            .map(|(n, c)| (PathBuf::from(n), c.as_bytes().to_vec()))
+            .collect()
+    }
+
+    fn make_with(arg: &str) -> Command {
+        let mut c = Command::new("make");
+        c.arg("M=/copy").arg(arg);
+        c
+    }
+
+    #[test]
+    fn the_digest_follows_sources_command_and_kernel() {
+        let cmd = make_with("CLIPPY=1");
+        let base = inputs(&files(&[("a.rs", "x"), ("Kbuild", "obj-m")]), &cmd, "k1\n");
+        let same = inputs(&files(&[("Kbuild", "obj-m"), ("a.rs", "x")]), &cmd, "k1\n");
+        assert_eq!(base, same, "the order files are found in does not count");
+        for (what, other) in [
+            (
+                "a content",
+                inputs(&files(&[("a.rs", "y"), ("Kbuild", "obj-m")]), &cmd, "k1\n"),
+            ),
+            (
+                "a name",
+                inputs(&files(&[("b.rs", "x"), ("Kbuild", "obj-m")]), &cmd, "k1\n"),
+            ),
+            (
+                "a file more",
+                inputs(
+                    &files(&[("a.rs", "x"), ("Kbuild", "obj-m"), ("regs.rs", "")]),
+                    &cmd,
+                    "k1\n",
+                ),
+            ),
+            (
+                "where one file ends",
+                inputs(&files(&[("a.rs", "xK"), ("build", "obj-m")]), &cmd, "k1\n"),
+            ),
+            (
+                "the command",
+                inputs(
+                    &files(&[("a.rs", "x"), ("Kbuild", "obj-m")]),
+                    &make_with("WARNS=y"),
+                    "k1\n",
+                ),
+            ),
+            (
+                "the kernel",
+                inputs(&files(&[("a.rs", "x"), ("Kbuild", "obj-m")]), &cmd, "k2\n"),
+            ),
+        ] {
+            assert_ne!(base, other, "{what} changed");
+        }
+    }
+
+    #[test]
+    fn make_is_skipped_only_after_a_clean_build_of_the_same_inputs() {
+        assert!(up_to_date(Some("d\n"), "d\n", true));
+        assert!(!up_to_date(Some("d\n"), "e\n", true), "inputs changed");
+        assert!(!up_to_date(Some("d\n"), "d\n", false), "the module is gone");
+        assert!(
+            !up_to_date(None, "d\n", true),
+            "the last build was not clean"
+        );
+    }
+
+    /// A module `w` of one C file whose "make" compiles it into `w.ko`,
+    /// built the way our modules are; says whether make ran.
+    struct Rig {
+        scratch: Scratch,
+    }
+
+    impl Rig {
+        fn new(source: &str) -> Self {
+            let scratch = Scratch::new();
+            let dir = scratch.0.join("src");
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(
+                dir.join("Makefile"),
+                "w.ko: w.c\n\tcc -Wall -c $(CURDIR)/w.c -o w.ko\n",
+            )
+            .unwrap();
+            let rig = Rig { scratch };
+            rig.edit(source);
+            rig
+        }
+
+        fn edit(&self, source: &str) {
+            std::fs::write(self.scratch.0.join("src/w.c"), source).unwrap();
+        }
+
+        fn copy(&self) -> PathBuf {
+            self.scratch.0.join("copy")
+        }
+
+        /// Builds against a kernel stamped `stamp`: the result (errors as
+        /// text) and whether make ran.
+        fn build(&self, stamp: Option<&str>) -> (Result<PathBuf, String>, bool) {
+            let dir = self.scratch.0.join("src");
+            let copy = self.copy();
+            let log = copy.join("pci-rig-make.log");
+            let _ = std::fs::remove_file(&log);
+            let job = Job {
+                dir: &dir,
+                shared: &[],
+                copy: &copy,
+                name: "w",
+                what: "module w",
+            };
+            let mut make = Command::new("make");
+            make.arg("-C").arg(&copy);
+            let result = build_in_copy(&job, make, stamp).map_err(|e| format!("{e:#}"));
+            (result, log.exists())
+        }
+    }
+
+    const CLEAN_SOURCE: &str = "int f(void) { return 0; }\n";
+    const WARNED_SOURCE: &str = "int f(void) { int unused; return 0; }\n";
+
+    #[test]
+    fn an_unchanged_module_is_not_made_again() {
+        let rig = Rig::new(CLEAN_SOURCE);
+        let ko = rig.copy().join("w.ko");
+        assert_eq!(rig.build(Some("k1\n")), (Ok(ko.clone()), true));
+        assert_eq!(rig.build(Some("k1\n")), (Ok(ko.clone()), false), "skipped");
+        assert_eq!(
+            rig.build(Some("k2\n")),
+            (Ok(ko.clone()), true),
+            "the kernel was rebuilt"
+        );
+        assert_eq!(rig.build(Some("k2\n")), (Ok(ko.clone()), false));
+        rig.edit("int f(void) { return 1; }\n");
+        assert_eq!(rig.build(Some("k2\n")), (Ok(ko.clone()), true), "an edit");
+        std::fs::remove_file(&ko).unwrap();
+        assert_eq!(rig.build(Some("k2\n")), (Ok(ko.clone()), true), "no .ko");
+        assert!(ko.exists());
+        assert_eq!(rig.build(None), (Ok(ko.clone()), true), "no kernel stamp");
+        assert_eq!(rig.build(None), (Ok(ko), true), "still none");
+    }
+
+    #[test]
+    fn a_warned_module_is_refused_at_every_build_never_skipped() {
+        let rig = Rig::new(CLEAN_SOURCE);
+        let ko = rig.copy().join("w.ko");
+        assert_eq!(rig.build(Some("k\n")), (Ok(ko.clone()), true));
+        rig.edit(WARNED_SOURCE);
+        let (first, made) = rig.build(Some("k\n"));
+        let first = first.unwrap_err();
+        assert!(made);
+        assert!(
+            first.contains("1 warning(s)") && first.contains("unused"),
+            "{first}"
+        );
+        // Named by the source, not by its copy.
+        let source = rig.scratch.0.join("src/w.c");
+        assert!(
+            first.contains(&format!("{}:1:", source.display())),
+            "{first}"
+        );
+        let copy = rig.copy();
+        assert!(
+            first
+                .lines()
+                .filter(|l| l.contains("warning:"))
+                .all(|l| !l.contains(&*copy.to_string_lossy())),
+            "{first}"
+        );
+        for _ in 0..2 {
+            assert!(!ko.exists(), "a refused build leaves no module");
+            assert!(!rig.copy().join(CLEAN).exists());
+            assert!(!rig.copy().join(INPUTS).exists());
+            let (again, made) = rig.build(Some("k\n"));
+            assert!(made, "make ran again");
+            assert_eq!(again.unwrap_err(), first);
+        }
+        rig.edit(CLEAN_SOURCE);
+        assert_eq!(rig.build(Some("k\n")), (Ok(ko.clone()), true));
+        assert_eq!(rig.build(Some("k\n")), (Ok(ko), false));
+    }
+
+    #[test]
+    fn a_failed_build_is_never_skipped() {
+        let rig = Rig::new(CLEAN_SOURCE);
+        let ko = rig.copy().join("w.ko");
+        assert_eq!(rig.build(Some("k\n")), (Ok(ko.clone()), true));
+        rig.edit("int f(void) { return }\n");
+        for _ in 0..2 {
+            let (result, made) = rig.build(Some("k\n"));
+            assert!(made && result.is_err(), "{result:?}");
+        }
+    }
 }
