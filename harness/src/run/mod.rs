@@ -720,6 +720,13 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
     } else {
         println!("\n{}", report::table(&report::per_scenario(&results)));
     }
+    let phases = report::phase_summary(&results);
+    if !phases.is_empty() {
+        println!(
+            "\nwhere the passing boots' time went (medians):\n{}",
+            report::phase_table(&phases)
+        );
+    }
     println!("report: {}", dir.join("report.json").display());
     Ok(results.iter().all(|r| r.verdict != Verdict::Fail))
 }
