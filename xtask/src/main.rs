@@ -87,6 +87,18 @@ enum Cmd {
         /// Skip timing the whole `cargo xtask test` (the longest part).
         #[arg(long)]
         no_matrix: bool,
+        /// Measure this checkout against revision REV instead, interleaved
+        /// (a git worktree of REV, the same cache): `boot` alone per arch
+        /// (--guest-runs), edit→verdict on x86_64 and arm64 (--edit-runs),
+        /// the warm matrix (--matrix-runs), the cold run (--cold).
+        #[arg(long, value_name = "REV")]
+        baseline: Option<String>,
+        /// Warm matrix runs per side, with --baseline.
+        #[arg(long, default_value_t = 1)]
+        matrix_runs: u32,
+        /// With --baseline: also a cold run per side (a fresh clone, an empty cache).
+        #[arg(long)]
+        cold: bool,
     },
     /// Regenerate the files made from the register table (regmap/src/lib.rs): the driver's
     /// regs.rs, images/regs.sh and REGISTERS.md's tables.
@@ -187,6 +199,26 @@ fn run_cli(cli: Cli) -> Result<bool> {
             guest_runs,
             edit_runs,
             no_matrix,
+            baseline: Some(rev),
+            matrix_runs,
+            cold,
+        } => {
+            let opts = bench::baseline::Options {
+                rev,
+                arches: arch.0,
+                boot_runs: guest_runs as usize,
+                edit_runs: edit_runs as usize,
+                matrix_runs: if no_matrix { 0 } else { matrix_runs as usize },
+                cold,
+            };
+            return bench::against_baseline(&paths, &opts);
+        }
+        Cmd::Bench {
+            arch,
+            guest_runs,
+            edit_runs,
+            no_matrix,
+            ..
         } => {
             let opts = bench::BenchOptions {
                 arches: arch.0,

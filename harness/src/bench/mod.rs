@@ -14,6 +14,7 @@
 //! [`ORACLE_SCENARIO`] with and without the plugin (`PCI_RIG_ORACLE=off`),
 //! `--guest-runs` of each per arch, taken in turns.
 
+pub mod baseline;
 pub mod figures;
 pub mod svg;
 
@@ -497,6 +498,17 @@ fn oracle_cost(
 }
 
 /// `cargo xtask bench`. Returns whether every measurement was taken.
+/// `cargo xtask bench --baseline REV` (`baseline::compare`): fails only
+/// when a measurement could not be taken.
+pub fn against_baseline(paths: &Paths, opts: &baseline::Options) -> Result<bool> {
+    let dir = paths.results().join("bench").join(run::run_id());
+    std::fs::create_dir_all(&dir)?;
+    eprintln!("bench: results in {}", dir.display());
+    baseline::compare(paths, opts, &dir)?;
+    println!("bench: {}", dir.join("baseline.json").display());
+    Ok(true)
+}
+
 pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
     let run_id = run::run_id();
     let dir = paths.results().join("bench").join(&run_id);
