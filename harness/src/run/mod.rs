@@ -77,31 +77,48 @@ pub fn prepare(
 ) -> Result<Prepared> {
     let tree = kernel::lock(paths, arch, flavor)?;
     let kernel = kernel::build(paths, tc, &tree, flavor)?;
-    let driver = paths.root.join("guest-kernel/driver");
     let mut modules: Vec<PathBuf> = MODULES.iter().map(|m| kernel.module(m)).collect();
-    let driver = if with_driver {
-        // The driver, and its benchmarking sibling (loaded only by `bench`).
-        let bench = paths.root.join("guest-kernel/bench");
-        // The bench module names registers through the driver's generated regs.rs.
-        let regs = driver.join("regs.rs");
-        kernel::module::build_external(tc, &kernel, &driver, "pci_rig", &[])
-            .and_then(|ko| {
-                let bench =
-                    kernel::module::build_external(tc, &kernel, &bench, "pci_rig_bench", &[regs])?;
-                modules.push(bench);
-                Ok(ko)
-            })
-            .inspect(|ko| modules.push(ko.clone()))
-            .map_err(|e| format!("{e:#}"))
-    } else {
-        Err("the driver was not asked for".to_string())
+    let guest = paths.root.join("guest-kernel");
+    // The driver, its benchmarking sibling (loaded only by `bench`) and the
+    // platform modules build in copies of their own: all at once.
+    let (driver, platform) = std::thread::scope(|s| {
+        let k = &kernel;
+        let platform = s.spawn(|| platform_modules(tc, k, &guest.join("platform")));
+        let driver = with_driver.then(|| {
+            let driver = guest.join("driver");
+            // The bench module names registers through the driver's generated regs.rs.
+            let regs = driver.join("regs.rs");
+            let bench = guest.join("bench");
+            let bench = s.spawn(move || {
+                kernel::module::build_external(tc, k, &bench, "pci_rig_bench", &[regs])
+            });
+            let ko = kernel::module::build_external(tc, k, &driver, "pci_rig", &[]);
+            (ko, bench.join())
+        });
+        (driver, platform.join())
+    });
+    // A thread's panic goes on here.
+    let platform = platform.unwrap_or_else(|p| std::panic::resume_unwind(p));
+    // The driver's failure first, then the bench module's, as when the
+    // bench module was built only after the driver.
+    let driver = match driver {
+        Some((driver, bench)) => {
+            let bench = bench.unwrap_or_else(|p| std::panic::resume_unwind(p));
+            driver
+                .and_then(|ko| {
+                    modules.push(bench?);
+                    Ok(ko)
+                })
+                .inspect(|ko| modules.push(ko.clone()))
+                .map_err(|e| format!("{e:#}"))
+        }
+        None => Err("the driver was not asked for".to_string()),
     };
     if let Err(e) = &driver {
         if with_driver {
             eprintln!("build: {arch}: the driver did not build; its scenarios will fail:\n{e}");
         }
     }
-    let platform = platform_modules(tc, &kernel, &paths.root.join("guest-kernel/platform"));
     match &platform {
         Ok(kos) => modules.extend(kos.iter().cloned()),
         Err(e) => eprintln!("build: {arch}: {e}"),
