@@ -11,6 +11,7 @@
 use crate::arch::Arch;
 use crate::guest::console;
 use crate::guest::device::{Access, Class, Kind, Region};
+use crate::guest::{GuestRequest, HostAction};
 use crate::host::process::run_logged;
 use crate::judge::accounting::{self, Accounted};
 use crate::judge::driver::Actor;
@@ -316,9 +317,13 @@ pub fn armed_in_time(log: &Log, lines: &[String], devices: &[&[Access]]) -> Resu
     let Some(host) = &log.host else {
         return Err("the MMIO oracle's log says armed, but the host never saw it so before the guest went on".into());
     };
-    let unplug = lines
-        .iter()
-        .position(|l| console::strip_timestamp(l).trim_end() == "pcirig: host unplug");
+    // Read by the parser the host acted on, not by a text of its own.
+    let unplug = lines.iter().position(|l| {
+        matches!(
+            GuestRequest::parse(console::strip_timestamp(l)),
+            Some(Ok(GuestRequest::Host(HostAction::Unplug)))
+        )
+    });
     if let Some(u) = unplug.filter(|&u| u < host.line) {
         return Err(format!(
             "the host unplugged the device (console line {}) before the MMIO oracle was armed (line {}): an access after the unplug could have gone unseen",

@@ -304,3 +304,17 @@ fn fails_on_an_unplug_before_arming() {
     log.host.as_mut().unwrap().line = 1;
     judged(&log, &lines, &device_log()).unwrap();
 }
+
+#[test]
+fn an_unplug_is_the_one_the_host_acted_on_whatever_its_spacing() {
+    // The host's request parser trims the action: this line unplugs.
+    let mut lines = unbind_console();
+    lines.insert(2, "[    0.900000] pcirig: host  unplug ".into());
+    let mut log = oracle_log();
+    log.host.as_mut().unwrap().line = 5;
+    let e = judged(&log, &lines, &device_log()).unwrap_err();
+    assert!(
+        e.contains("the host unplugged the device (console line 3)"),
+        "{e}"
+    );
+}
