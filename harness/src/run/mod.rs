@@ -802,6 +802,9 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
                 while let Some(task) = board.next() {
                     match task {
                         schedule::Task::Prepare(a) => {
+                            // Ready even if the build panics: no worker
+                            // then waits for this arch forever.
+                            let _ready = schedule::ReadyOnDrop(&board, a);
                             let arch = opts.arches[a];
                             let _ = prepared[a].set(prepare(
                                 paths,
@@ -811,12 +814,14 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
                                 dir,
                                 with_driver,
                             ));
-                            board.ready(a);
                         }
                         schedule::Task::Run(job) => {
                             let (a, s, i) = runs[job.run];
                             let arch = opts.arches[a];
-                            let p = prepared[a].get().expect("a ready arch is prepared");
+                            let panicked: Result<Prepared> = Err(anyhow::anyhow!(
+                                "building the {arch} kernel or image panicked"
+                            ));
+                            let p = prepared[a].get().unwrap_or(&panicked);
                             match job.part {
                                 None => {
                                     let _ = done[job.run].set(runner.run(arch, p, s, i));

@@ -156,6 +156,16 @@ impl Board {
     }
 }
 
+/// Marks an arch ready when dropped: after its build, also one that
+/// panicked (its jobs then fail fast instead of waiting).
+pub struct ReadyOnDrop<'a>(pub &'a Board, pub usize);
+
+impl Drop for ReadyOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.ready(self.1);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,5 +241,22 @@ mod tests {
             assert_eq!(waiter.join().unwrap(), Some(Task::Run(job)));
         });
         assert_eq!(b.next(), None);
+    }
+
+    #[test]
+    fn an_arch_whose_build_panicked_is_ready_all_the_same() {
+        let job = Job {
+            run: 0,
+            part: None,
+            arch: 0,
+        };
+        let b = Board::new(vec![job, job], 1);
+        assert_eq!(b.next(), Some(Task::Prepare(0)));
+        let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ready = ReadyOnDrop(&b, 0);
+            panic!("the build");
+        }));
+        assert!(built.is_err());
+        assert_eq!(b.next(), Some(Task::Run(job)), "not a wait forever");
     }
 }
