@@ -25,6 +25,7 @@ pub struct Panel {
 }
 
 const WIDTH: f64 = 960.0;
+/// The least room for the labels left of the bars.
 const LABEL_W: f64 = 300.0;
 const PLOT_W: f64 = 520.0;
 const ROW: f64 = 20.0;
@@ -118,13 +119,42 @@ fn tick_text(v: f64) -> String {
     }
 }
 
+/// Room for the labels left of the bars and the texts right of them: at
+/// least the default's, more when a label or a text would not fit.
+struct Layout {
+    label_w: f64,
+    tail_w: f64,
+}
+
+impl Layout {
+    fn of(panels: &[Panel]) -> Layout {
+        let longest = |text: fn(&Bar) -> &str| {
+            panels
+                .iter()
+                .flat_map(|p| &p.bars)
+                .map(|b| text(b).chars().count())
+                .max()
+                .unwrap_or(0) as f64
+        };
+        // About 6.6 px a character at 12 px (labels), 6.2 at 11 px (texts).
+        Layout {
+            label_w: (longest(|b| &b.label) * 6.6 + 16.0).max(LABEL_W),
+            tail_w: (longest(|b| &b.text) * 6.2 + 12.0).max(WIDTH - LABEL_W - PLOT_W),
+        }
+    }
+
+    fn width(&self) -> f64 {
+        self.label_w + PLOT_W + self.tail_w
+    }
+}
+
 fn panel_height(p: &Panel) -> f64 {
     HEAD + ROW * p.bars.len() as f64 + FOOT
 }
 
-fn draw(out: &mut String, p: &Panel, top: f64) {
+fn draw(out: &mut String, p: &Panel, top: f64, layout: &Layout) {
     let axis = Axis::new(p);
-    let x0 = LABEL_W;
+    let x0 = layout.label_w;
     let bottom = top + HEAD + ROW * p.bars.len() as f64;
     let _ = writeln!(
         out,
@@ -182,9 +212,11 @@ fn draw(out: &mut String, p: &Panel, top: f64) {
 
 /// The whole picture: a title, then the panels one under the other.
 pub fn render(title: &str, subtitle: &str, panels: &[Panel]) -> String {
+    let layout = Layout::of(panels);
+    let width = layout.width().ceil();
     let height = 60.0 + panels.iter().map(panel_height).sum::<f64>();
     let mut out = format!(
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height:.0}" viewBox="0 0 {WIDTH} {height:.0}" font-family="sans-serif">
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height:.0}" viewBox="0 0 {width} {height:.0}" font-family="sans-serif">
 <rect width="100%" height="100%" fill="white"/>
 <text x="10" y="24" font-size="18" font-weight="bold">{}</text>
 <text x="10" y="44" font-size="11" fill="#555">{}</text>
@@ -194,7 +226,7 @@ pub fn render(title: &str, subtitle: &str, panels: &[Panel]) -> String {
     );
     let mut top = 50.0;
     for p in panels {
-        draw(&mut out, p, top);
+        draw(&mut out, p, top, &layout);
         top += panel_height(p);
     }
     out.push_str("</svg>\n");
@@ -245,6 +277,26 @@ mod tests {
         assert_eq!((l.lo, l.hi), (0.0, 3.0));
         assert!((l.x(10.0) - PLOT_W / 3.0).abs() < 1e-9);
         assert_eq!(l.ticks(), vec![1.0, 10.0, 100.0, 1000.0]);
+    }
+
+    #[test]
+    fn long_labels_and_texts_widen_the_picture() {
+        let short = render("t", "s", &[panel(&[1.0, 2.0], false)]);
+        assert!(short.contains(r#"width="960""#), "{short}");
+        let mut p = panel(&[1.0], false);
+        p.bars[0].label = "x".repeat(60);
+        let l = Layout::of(std::slice::from_ref(&p));
+        assert!(l.label_w > 60.0 * 6.0, "{}", l.label_w);
+        assert_eq!(l.tail_w, WIDTH - LABEL_W - PLOT_W);
+        let svg = render("t", "s", &[p]);
+        assert!(
+            svg.contains(&format!(r#"<rect x="{:.1}""#, l.label_w)),
+            "the bars start after the labels: {svg}"
+        );
+        let mut p = panel(&[1.0], false);
+        p.bars[0].text = "y".repeat(40);
+        let l = Layout::of(std::slice::from_ref(&p));
+        assert!(l.tail_w >= 40.0 * 6.0 && l.width() > WIDTH);
     }
 
     #[test]
