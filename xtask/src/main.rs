@@ -87,18 +87,27 @@ enum Cmd {
         /// Skip timing the whole `cargo xtask test` (the longest part).
         #[arg(long)]
         no_matrix: bool,
-        /// Measure this checkout against revision REV instead, interleaved
-        /// (a git worktree of REV, the same cache): `boot` alone per arch
-        /// (--guest-runs), edit→verdict on x86_64 and arm64 (--edit-runs),
-        /// the warm matrix (--matrix-runs), the cold run (--cold).
+        /// Measure this checkout (head) against revision REV instead, interleaved run by
+        /// run, each side's `cargo xtask test` timed as a user runs it (REV in a git
+        /// worktree with its own target dir, the same cache): `boot` alone per arch
+        /// (--guest-runs), edit→verdict on x86_64 and arm64 (--edit-runs), the warm matrix
+        /// (--matrix-runs, unless --no-matrix), the cold run (--cold); into bench.json's
+        /// `baseline`. The head-only figures are not measured then.
         #[arg(long, value_name = "REV")]
         baseline: Option<String>,
-        /// Warm matrix runs per side, with --baseline.
-        #[arg(long, default_value_t = 1)]
+        /// With --baseline: warm matrix runs per side.
+        #[arg(long, default_value_t = 1, requires = "baseline", value_parser = clap::value_parser!(u32).range(1..))]
         matrix_runs: u32,
-        /// With --baseline: also a cold run per side (a fresh clone, an empty cache).
-        #[arg(long)]
+        /// With --baseline: also the cold run, per side a fresh clone of its revision and an
+        /// empty cache, CI=true `cargo xtask test` (the head's as committed).
+        #[arg(long, requires = "baseline")]
         cold: bool,
+        /// Cold runs per side, with --cold (baseline first, then in turns).
+        #[arg(long, default_value_t = 1, requires = "cold", value_parser = clap::value_parser!(u32).range(1..))]
+        cold_runs: u32,
+        /// Keep the cold runs' clones and caches (in the temp dir).
+        #[arg(long, requires = "cold")]
+        keep: bool,
     },
     /// Regenerate the files made from the register table (regmap/src/lib.rs): the driver's
     /// regs.rs, images/regs.sh and REGISTERS.md's tables.
@@ -202,6 +211,8 @@ fn run_cli(cli: Cli) -> Result<bool> {
             baseline: Some(rev),
             matrix_runs,
             cold,
+            cold_runs,
+            keep,
         } => {
             let opts = bench::baseline::Options {
                 rev,
@@ -209,7 +220,8 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 boot_runs: guest_runs as usize,
                 edit_runs: edit_runs as usize,
                 matrix_runs: if no_matrix { 0 } else { matrix_runs as usize },
-                cold,
+                cold_runs: if cold { cold_runs as usize } else { 0 },
+                keep,
             };
             return bench::against_baseline(&paths, &opts);
         }

@@ -13,6 +13,11 @@
 //! With the guest figures: the MMIO oracle's cost, boot→verdict of
 //! [`ORACLE_SCENARIO`] with and without the plugin (`PCI_RIG_ORACLE=off`),
 //! `--guest-runs` of each per arch, taken in turns.
+//!
+//! With `--baseline REV`, instead: the checkout against revision REV,
+//! interleaved, each side's `cargo xtask test` timed as a user runs it
+//! ([`baseline`]), into bench.json's `baseline` section, the table and the
+//! chart.
 
 pub mod baseline;
 pub mod figures;
@@ -188,6 +193,10 @@ pub struct Report {
     pub guest: Vec<GuestRow>,
     pub goals: Goals,
     pub oracle_cost: Vec<OracleCost>,
+    /// `--baseline REV`: head against REV, interleaved (the head-only
+    /// figures above are then not measured).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<baseline::Comparison>,
 }
 
 #[derive(Debug, Serialize)]
@@ -289,10 +298,29 @@ pub fn guest_row(arch: &str, boots: &[GuestFigures]) -> GuestRow {
     }
 }
 
-/// Puts the edited file back however the bench ends (error or panic).
+/// Puts a file back byte for byte however the bench ends (error or panic):
+/// the edit loops' guard on the driver they edit.
 struct Restore {
     path: PathBuf,
     original: Vec<u8>,
+}
+
+impl Restore {
+    /// Reads `path`; dropping the guard writes those bytes back.
+    fn take(path: &Path) -> Result<Restore> {
+        let original =
+            std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        Ok(Restore {
+            path: path.to_path_buf(),
+            original,
+        })
+    }
+
+    /// Writes the file as it was plus run `i`'s comment line (see [`edited`]).
+    fn edit(&self, who: &str, i: usize) -> Result<()> {
+        std::fs::write(&self.path, edited(&self.original, who, i))
+            .with_context(|| format!("editing {}", self.path.display()))
+    }
 }
 
 impl Drop for Restore {
@@ -301,6 +329,17 @@ impl Drop for Restore {
             eprintln!("bench: could not restore {}: {e}", self.path.display());
         }
     }
+}
+
+/// `original` with one trailing comment line, different for each run `i`:
+/// a real change of the source, so the module really rebuilds.
+fn edited(original: &[u8], who: &str, i: usize) -> Vec<u8> {
+    let mut text = original.to_vec();
+    if !text.is_empty() && !text.ends_with(b"\n") {
+        text.push(b'\n');
+    }
+    text.extend_from_slice(format!("// {who}: edit {i}\n").as_bytes());
+    text
 }
 
 /// Runs `cargo ARGS` in the checkout as a user would, output into `log`; its
@@ -365,14 +404,10 @@ fn rel(paths: &Paths, p: &Path) -> String {
 }
 
 /// The edit→verdict loop: each run appends a different comment line to the
-/// driver (so it really rebuilds), then times the mmio scenario.
-fn edit_verdict(paths: &Paths, dir: &Path, arch: Arch, runs: usize) -> Result<Timed> {
-    let path = paths.root.join(EDITED);
-    let original = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-    let _restore = Restore {
-        path: path.clone(),
-        original: original.clone(),
-    };
+/// driver (so it really rebuilds: the line names the bench's run, new to the
+/// module's build cache), then times the mmio scenario.
+fn edit_verdict(paths: &Paths, dir: &Path, run_id: &str, arch: Arch, runs: usize) -> Result<Timed> {
+    let restore = Restore::take(&paths.root.join(EDITED))?;
     let arch = arch.to_string();
     timed(
         paths,
@@ -381,11 +416,7 @@ fn edit_verdict(paths: &Paths, dir: &Path, arch: Arch, runs: usize) -> Result<Ti
         &["test", "--arch", &arch, "--scenario", "mmio"],
         runs,
         GOAL_EDIT_S,
-        |i| {
-            let mut edited = original.clone();
-            edited.extend_from_slice(format!("// cargo xtask bench: edit {i}\n").as_bytes());
-            std::fs::write(&path, edited).with_context(|| format!("editing {}", path.display()))
-        },
+        |i| restore.edit(&format!("cargo xtask bench, {run_id}"), i),
     )
 }
 
@@ -497,18 +528,57 @@ fn oracle_cost(
     Ok((rows, ok))
 }
 
-/// `cargo xtask bench`. Returns whether every measurement was taken.
-/// `cargo xtask bench --baseline REV` (`baseline::compare`): fails only
-/// when a measurement could not be taken.
+/// `cargo xtask bench --baseline REV` ([`baseline::compare`]): head
+/// against REV instead of the head-only figures, into bench.json's
+/// `baseline`, the chart and the table. Returns whether every measurement
+/// was taken; a missed goal or a failed verdict does not fail it.
 pub fn against_baseline(paths: &Paths, opts: &baseline::Options) -> Result<bool> {
-    let dir = paths.results().join("bench").join(run::run_id());
+    let run_id = run::run_id();
+    let dir = paths.results().join("bench").join(&run_id);
     std::fs::create_dir_all(&dir)?;
     eprintln!("bench: results in {}", dir.display());
-    baseline::compare(paths, opts, &dir)?;
-    println!("bench: {}", dir.join("baseline.json").display());
-    Ok(true)
+    let comparison = baseline::compare(paths, opts, &dir, &run_id)?;
+    let complete = comparison.missing.is_empty();
+    let report = Report {
+        run_id,
+        commit: commit(paths),
+        cpus: std::thread::available_parallelism().map_or(1, usize::from),
+        edit_verdict: None,
+        warm_matrix: None,
+        boot: Vec::new(),
+        guest: Vec::new(),
+        goals: goals(),
+        oracle_cost: Vec::new(),
+        baseline: Some(comparison),
+    };
+    write(&dir, &report)?;
+    Ok(complete)
 }
 
+fn goals() -> Goals {
+    Goals {
+        devres_ratio_on_pci_testdev: GOAL_DEVRES_RATIO,
+        access_ratio_on_pci_testdev: GOAL_ACCESS_RATIO,
+        edit_verdict_s: GOAL_EDIT_S,
+        warm_matrix_s: GOAL_MATRIX_S,
+        oracle_ratio: GOAL_ORACLE_RATIO,
+    }
+}
+
+/// bench.json, bench.svg and the table.
+fn write(dir: &Path, report: &Report) -> Result<()> {
+    std::fs::write(
+        dir.join("bench.json"),
+        serde_json::to_string_pretty(report)? + "\n",
+    )?;
+    std::fs::write(dir.join("bench.svg"), picture(report))?;
+    println!("\n{}", table(report));
+    println!("bench: {}", dir.join("bench.json").display());
+    println!("bench: {}", dir.join("bench.svg").display());
+    Ok(())
+}
+
+/// `cargo xtask bench`. Returns whether every measurement was taken.
 pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
     let run_id = run::run_id();
     let dir = paths.results().join("bench").join(&run_id);
@@ -587,7 +657,7 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
         opts.arches[0]
     };
     let edit_verdict = if opts.edit_runs > 0 {
-        let t = edit_verdict(paths, &dir, edit_arch, opts.edit_runs)?;
+        let t = edit_verdict(paths, &dir, &run_id, edit_arch, opts.edit_runs)?;
         ok &= t.all_passed;
         Some(t)
     } else {
@@ -634,23 +704,11 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
         warm_matrix,
         boot,
         guest,
-        goals: Goals {
-            devres_ratio_on_pci_testdev: GOAL_DEVRES_RATIO,
-            access_ratio_on_pci_testdev: GOAL_ACCESS_RATIO,
-            edit_verdict_s: GOAL_EDIT_S,
-            warm_matrix_s: GOAL_MATRIX_S,
-            oracle_ratio: GOAL_ORACLE_RATIO,
-        },
+        goals: goals(),
         oracle_cost,
+        baseline: None,
     };
-    std::fs::write(
-        dir.join("bench.json"),
-        serde_json::to_string_pretty(&report)? + "\n",
-    )?;
-    std::fs::write(dir.join("bench.svg"), picture(&report))?;
-    println!("\n{}", table(&report));
-    println!("bench: {}", dir.join("bench.json").display());
-    println!("bench: {}", dir.join("bench.svg").display());
+    write(&dir, &report)?;
     Ok(ok)
 }
 
@@ -679,8 +737,18 @@ fn ns_text(ns: i64) -> String {
     }
 }
 
-/// The printed table: one line per figure, with its goal where it has one.
+/// The printed table: one line per figure, with its goal where it has one;
+/// with `--baseline`, the comparison's table.
 pub fn table(r: &Report) -> String {
+    if let Some(c) = &r.baseline {
+        return format!(
+            "bench {} (commit {}, {} CPUs)\n{}",
+            r.run_id,
+            r.commit,
+            r.cpus,
+            baseline::table(c)
+        );
+    }
     let mut t = format!(
         "bench {} (commit {}, {} CPUs)\n{:<44} {:<58} {}\n",
         r.run_id, r.commit, r.cpus, "figure", "value", "goal"
@@ -803,9 +871,14 @@ pub fn table(r: &Report) -> String {
     t
 }
 
-/// The picture: turnaround, MMIO cost and ratios, unbind cost.
+/// The picture: turnaround, MMIO cost and ratios, unbind cost; with
+/// `--baseline`, head against the baseline per figure and the goals' ratios.
 pub fn picture(r: &Report) -> String {
-    let mut panels = Vec::new();
+    let mut panels = r
+        .baseline
+        .as_ref()
+        .map(baseline::panels)
+        .unwrap_or_default();
     let bar = |label: String, value: f64, text: String, series: usize| Bar {
         label,
         value,
@@ -1074,6 +1147,7 @@ mod tests {
                 oracle_ratio: GOAL_ORACLE_RATIO,
             },
             oracle_cost: vec![],
+            baseline: None,
         }
     }
 
@@ -1186,6 +1260,104 @@ mod tests {
             svg.contains("2.25× (9.00 s / 4.00 s)") && svg.contains("goal 1.5×"),
             "{svg}"
         );
+    }
+
+    /// A file of its own under the temp dir, removed when dropped.
+    struct TempFile(PathBuf);
+
+    impl TempFile {
+        fn new(name: &str, content: &[u8]) -> TempFile {
+            let path =
+                std::env::temp_dir().join(format!("pci-rig-bench-{}-{name}", std::process::id()));
+            std::fs::write(&path, content).unwrap();
+            TempFile(path)
+        }
+
+        fn read(&self) -> Vec<u8> {
+            std::fs::read(&self.0).unwrap()
+        }
+    }
+
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    #[test]
+    fn an_edit_adds_a_comment_line_per_run() {
+        assert_eq!(edited(b"fn a() {}\n", "b", 3), b"fn a() {}\n// b: edit 3\n");
+        assert_eq!(
+            edited(b"fn a() {}", "b", 1),
+            b"fn a() {}\n// b: edit 1\n",
+            "a last line without its newline is not joined to the comment"
+        );
+        assert_ne!(edited(b"x\n", "b", 1), edited(b"x\n", "b", 2));
+    }
+
+    #[test]
+    fn the_guard_restores_the_file_byte_for_byte() {
+        // No newline at the end, a CR, a byte that is not UTF-8.
+        let original = b"line one\r\nline two \xff".to_vec();
+        let f = TempFile::new("restore", &original);
+        {
+            let guard = Restore::take(&f.0).unwrap();
+            guard.edit("test", 1).unwrap();
+            assert_ne!(f.read(), original, "edited while the guard lives");
+            guard.edit("test", 2).unwrap();
+            assert!(f.read().ends_with(b"// test: edit 2\n"));
+        }
+        assert_eq!(f.read(), original);
+    }
+
+    #[test]
+    fn the_guard_restores_on_an_error_and_on_a_panic() {
+        let original = b"fn probe() {}\n".to_vec();
+        let f = TempFile::new("restore-error", &original);
+        let failing = || -> Result<()> {
+            let guard = Restore::take(&f.0)?;
+            guard.edit("test", 1)?;
+            bail!("the command could not run");
+        };
+        assert!(failing().is_err());
+        assert_eq!(f.read(), original);
+        let panicked = std::panic::catch_unwind(|| {
+            let guard = Restore::take(&f.0).unwrap();
+            guard.edit("test", 1).unwrap();
+            panic!("mid-run");
+        });
+        assert!(panicked.is_err());
+        assert_eq!(f.read(), original);
+        assert!(
+            Restore::take(Path::new("/nonexistent/pci-rig/driver.rs")).is_err(),
+            "nothing to restore, no guard"
+        );
+    }
+
+    #[test]
+    fn a_baseline_report_writes_its_section_table_and_chart() {
+        let mut r = report(vec![], vec![10.0]);
+        r.edit_verdict = None;
+        assert!(!serde_json::to_string(&r).unwrap().contains("\"baseline\""));
+        r.baseline = Some(baseline::Comparison {
+            baseline_rev: "512677d".into(),
+            baseline_sha: "512677d3f311".into(),
+            baseline_tree: "/t".into(),
+            head: "abc".into(),
+            head_sha: "abc".into(),
+            warm_up: vec![],
+            figures: vec![],
+            goals: vec![],
+            missing: vec![],
+        });
+        let json: serde_json::Value = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["baseline"]["baseline_rev"], "512677d");
+        assert!(
+            table(&r).contains("head abc against 512677d"),
+            "{}",
+            table(&r)
+        );
+        assert!(picture(&r).contains("head abc against 512677"));
     }
 
     #[test]
