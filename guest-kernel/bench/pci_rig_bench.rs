@@ -309,7 +309,7 @@ struct Bound {
 }
 
 /// Our device: unbind case, MMIO and window figures on the first probe, then the K values.
-fn probe_ours(pdev: &pci::Device<pci::Bound>, name: &str) -> Result<Bound> {
+fn probe_ours(pdev: &pci::Device<pci::Core>, name: &str) -> Result<Bound> {
     let n = PROBES.fetch_add(1, Ordering::Relaxed);
     let (k, busy) = UNBIND_CASES[n % UNBIND_CASES.len()];
     let times = Arc::new(
@@ -385,7 +385,7 @@ impl irq::Handler for RoundTrip {
 /// Interrupt round trip: from the INT_RAISE write to the hard handler, `SAMPLES` times, in
 /// whichever mode the platform gave (MSI, or INTx with `pci=nomsi`). Prints
 /// `bench irq mode=M samples=N median_ns=T lost=L`.
-fn time_irq(pdev: &pci::Device<pci::Bound>, bar: &Arc<Devres<pci::Bar<BAR_SIZE>>>) -> Result {
+fn time_irq(pdev: &pci::Device<pci::Core>, bar: &Arc<Devres<pci::Bar<BAR_SIZE>>>) -> Result {
     pdev.alloc_irq_vectors(1, 1, pci::IrqTypes::MSI | pci::IrqTypes::INTX)?;
     let msi = pdev.msi_enabled();
     let trip = Arc::new(

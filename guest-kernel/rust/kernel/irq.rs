@@ -123,6 +123,54 @@ use crate::{
     types::ARef,
 };
 
+/// An interrupt number of a bound device, handed out by the device's bus
+/// ([`pci::Device::irq_vector`](crate::pci::Device::irq_vector),
+/// [`platform::Device::irq`](crate::platform::Device::irq)) and borrowing the device: it can only
+/// be requested for that device, during the binding it was handed out in, so the registration is
+/// freed (when that binding ends) before the bus frees the vector.
+///
+/// # Invariants
+///
+/// `irq` is an interrupt of `dev` that stays allocated at least until the current binding of
+/// `dev` has ended and freed its interrupts.
+///
+/// # Examples
+///
+/// ```
+/// fn number(v: &kernel::irq::IrqVector<'_>) -> u32 {
+///     v.irq()
+/// }
+/// ```
+#[derive(Clone, Copy)]
+pub struct IrqVector<'a> {
+    dev: &'a Device<Bound>,
+    irq: u32,
+}
+
+impl<'a> IrqVector<'a> {
+    /// Wraps a raw interrupt number; for buses, which know what belongs to a device.
+    ///
+    /// # Safety
+    ///
+    /// `irq` must be an interrupt of `dev` that stays allocated at least until the current
+    /// binding of `dev` has ended and freed its interrupts: a handler registered on it is freed
+    /// only then.
+    pub unsafe fn new(dev: &'a Device<Bound>, irq: u32) -> Self {
+        // INVARIANT: By the safety requirements.
+        Self { dev, irq }
+    }
+
+    /// The Linux interrupt number.
+    pub fn irq(&self) -> u32 {
+        self.irq
+    }
+
+    /// The device it belongs to.
+    pub fn device(&self) -> &'a Device<Bound> {
+        self.dev
+    }
+}
+
 /// What a handler says about an interrupt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IrqReturn {
@@ -322,21 +370,21 @@ pub(crate) fn free_all(dev: &Device) {
     {}
 }
 
-/// Requests `irq` for `handler` and ties the registration to the binding of `dev`.
+/// Requests `vector` for `handler` and ties the registration to the binding of its device.
 ///
 /// # Safety
 ///
 /// `hard` and `thread` must be the trampolines of `T`'s kind (they are called with the
 /// `Action<T>` as `dev_id`).
 unsafe fn register<T: Send + Sync + 'static>(
-    dev: &Device<Bound>,
-    irq: u32,
+    vector: IrqVector<'_>,
     flags: c_ulong,
     name: &'static CStr,
     handler: Arc<T>,
     hard: bindings::irq_handler_t,
     thread: bindings::irq_handler_t,
 ) -> Result {
+    let (dev, irq) = (vector.dev, vector.irq);
     let action = KBox::new(
         Action {
             dev: ARef::from(&**dev),
@@ -347,7 +395,9 @@ unsafe fn register<T: Send + Sync + 'static>(
     let entry = Node::<Registered>::alloc(release, c"rust_irq", GFP_KERNEL)?;
     let cookie = KBox::into_raw(action).cast::<c_void>();
     // SAFETY: The trampolines match `T` (the caller's promise) and `cookie` is an `Action<T>`
-    // that lives until `release` (or the failure path below) drops it; `name` is static.
+    // that lives until `release` (or the failure path below) drops it; `name` is static. `irq`
+    // is `dev`'s and stays allocated until the binding's interrupts are freed (the vector's
+    // invariant), which frees this one.
     let ret = unsafe {
         bindings::request_threaded_irq(irq, hard, thread, flags, name.as_char_ptr(), cookie)
     };
@@ -372,7 +422,7 @@ unsafe fn register<T: Send + Sync + 'static>(
     Ok(())
 }
 
-/// Requests interrupt `irq` for a hard-IRQ `handler` until the binding of `dev` ends.
+/// Requests `vector` for a hard-IRQ `handler` until the binding of its device ends.
 ///
 /// # Examples
 ///
@@ -388,15 +438,14 @@ unsafe fn register<T: Send + Sync + 'static>(
 ///     }
 /// }
 ///
-/// fn wire(dev: &Device<Bound>, irq: u32) -> Result<Arc<Count>> {
+/// fn wire(vector: irq::IrqVector<'_>) -> Result<Arc<Count>> {
 ///     let count = Arc::new(Count(AtomicU32::new(0)), GFP_KERNEL)?;
-///     irq::request(dev, irq, irq::Flags::NONE, kernel::c_str!("my_driver"), count.clone())?;
+///     irq::request(vector, irq::Flags::NONE, kernel::c_str!("my_driver"), count.clone())?;
 ///     Ok(count)
 /// }
 /// ```
 pub fn request<T: Handler>(
-    dev: &Device<Bound>,
-    irq: u32,
+    vector: IrqVector<'_>,
     flags: Flags,
     name: &'static CStr,
     handler: Arc<T>,
@@ -404,8 +453,7 @@ pub fn request<T: Handler>(
     // SAFETY: The hard trampoline is `T`'s; there is no thread.
     unsafe {
         register(
-            dev,
-            irq,
+            vector,
             flags.0,
             name,
             handler,
@@ -415,7 +463,7 @@ pub fn request<T: Handler>(
     }
 }
 
-/// Requests interrupt `irq` for a threaded `handler` until the binding of `dev` ends.
+/// Requests `vector` for a threaded `handler` until the binding of its device ends.
 ///
 /// # Examples
 ///
@@ -431,14 +479,13 @@ pub fn request<T: Handler>(
 ///     }
 /// }
 ///
-/// fn wire(dev: &Device<Bound>, irq: u32) -> Result {
-///     irq::request_threaded(dev, irq, irq::Flags::ONESHOT, kernel::c_str!("my_driver"),
+/// fn wire(vector: irq::IrqVector<'_>) -> Result {
+///     irq::request_threaded(vector, irq::Flags::ONESHOT, kernel::c_str!("my_driver"),
 ///                           Arc::new(Slow, GFP_KERNEL)?)
 /// }
 /// ```
 pub fn request_threaded<T: ThreadedHandler>(
-    dev: &Device<Bound>,
-    irq: u32,
+    vector: IrqVector<'_>,
     flags: Flags,
     name: &'static CStr,
     handler: Arc<T>,
@@ -446,8 +493,7 @@ pub fn request_threaded<T: ThreadedHandler>(
     // SAFETY: Both halves are `T`'s.
     unsafe {
         register(
-            dev,
-            irq,
+            vector,
             flags.0,
             name,
             handler,

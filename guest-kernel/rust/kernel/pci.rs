@@ -352,11 +352,12 @@ use crate::{
     devres::Devres,
     driver,
     error::{
-        code::{EINVAL, ENODEV, ENOMEM},
+        code::{EBUSY, EINVAL, ENODEV, ENOMEM},
         to_result, Result,
     },
     ffi::{c_int, c_void},
     io::{Io, IoRaw},
+    irq::IrqVector,
     str::CStr,
     types::{ARef, ForeignOwnable, Opaque},
     ThisModule,
@@ -908,47 +909,71 @@ impl core::ops::BitOr for IrqTypes {
     }
 }
 
-/// Frees a device's interrupt vectors on unbind; registered by [`Device::alloc_irq_vectors`].
+/// The devres release function of a binding's interrupt vectors: frees them. Made by
+/// [`Device::alloc_irq_vectors`]; its presence on the device's list is what refuses a second
+/// allocation in the same binding.
 ///
 /// # Safety
 ///
-/// `pdev` must be a `struct pci_dev` whose vectors were allocated once for this call.
-unsafe extern "C" fn free_irq_vectors_action(pdev: *mut c_void) {
-    // SAFETY: By the safety requirements.
-    unsafe { bindings::pci_free_irq_vectors(pdev.cast()) }
+/// `res` must be the data area of an entry made by `alloc_irq_vectors`, whose vectors the
+/// binding's interrupts no longer use (they were freed when the binding ended).
+unsafe extern "C" fn free_irq_vectors(_dev: *mut bindings::device, res: *mut c_void) {
+    // SAFETY: By the safety requirements `res` holds the `pci_dev` whose vectors were allocated.
+    unsafe { bindings::pci_free_irq_vectors(*res.cast::<*mut bindings::pci_dev>()) }
 }
 
-impl Device<Bound> {
+impl Device<Core> {
     /// Allocates between `min` and `max` interrupt vectors of the given kinds; returns how many.
-    /// They are freed when the binding ends, after the interrupts requested on them.
+    /// Once per binding (`EBUSY` after that), in probe or remove (where the device lock is
+    /// held, and not from an interrupt handler). They are freed when the binding ends, after the
+    /// interrupts requested on them.
     ///
     /// # Examples
     ///
     /// See [`irq`](crate::irq).
     ///
     /// ```
-    /// use kernel::pci::{Bound, Device, IrqTypes};
-    /// fn one_vector(pdev: &Device<Bound>) -> Result<u32> {
+    /// use kernel::pci::{Core, Device, IrqTypes};
+    /// fn one_vector(pdev: &Device<Core>) -> Result<u32> {
     ///     pdev.alloc_irq_vectors(1, 1, IrqTypes::MSI | IrqTypes::INTX)
     /// }
     /// ```
     pub fn alloc_irq_vectors(&self, min: u32, max: u32, types: IrqTypes) -> Result<u32> {
-        // SAFETY: `self` is a valid `pci_dev`.
-        let n = unsafe { bindings::pci_alloc_irq_vectors(self.as_raw(), min, max, types.0) };
-        to_result(n)?;
-        // SAFETY: The vectors were just allocated; the action frees them once, on unbind (devres
-        // releases after the binding's interrupts were freed). On failure it runs at once.
-        to_result(unsafe {
-            bindings::devm_add_action_or_reset(
-                self.as_ref().as_raw(),
-                Some(free_irq_vectors_action),
-                self.as_raw().cast(),
+        let dev = self.as_ref();
+        // SAFETY: `dev` is valid; with no match function `devres_find` returns any entry
+        // released by `free_irq_vectors`, which only `alloc_irq_vectors` makes.
+        let allocated = unsafe {
+            bindings::devres_find(
+                dev.as_raw(),
+                Some(free_irq_vectors),
+                None,
+                core::ptr::null_mut(),
             )
-        })?;
+        };
+        if !allocated.is_null() {
+            return Err(EBUSY);
+        }
+        let entry = crate::devres::Node::<*mut bindings::pci_dev>::alloc(
+            free_irq_vectors,
+            c"rust_pci_irq_vectors",
+            GFP_KERNEL,
+        )?;
+        // SAFETY: `self` is a valid `pci_dev`; the device lock is held (`Core`), and none were
+        // allocated in this binding.
+        let n = unsafe { bindings::pci_alloc_irq_vectors(self.as_raw(), min, max, types.0) };
+        if let Err(e) = to_result(n) {
+            entry.free();
+            return Err(e);
+        }
+        // SAFETY: `free_irq_vectors` reads the `pci_dev` and frees its vectors, once, when the
+        // binding ends (devres releases after the binding's interrupts were freed).
+        unsafe { entry.add(dev, self.as_raw()) };
         // Cannot wrap: `n` is positive.
         Ok(n as u32)
     }
+}
 
+impl Device<Bound> {
     /// For a shared INTx handler's hard half: whether this device asserts INTx; if so, masks it
     /// (command register) so the threaded half can run with the line unmasked for the others.
     ///
@@ -993,21 +1018,25 @@ impl Device<Bound> {
         unsafe { (*self.as_raw()).msi_enabled() != 0 }
     }
 
-    /// Returns the Linux interrupt number of vector `index`.
+    /// Returns vector `index` (of those [`Device::alloc_irq_vectors`] allocated, or the INTx
+    /// line as vector 0), borrowing this device: a handler can only be requested on it for this
+    /// device, during this binding.
     ///
     /// # Examples
     ///
     /// ```
     /// fn first(pdev: &kernel::pci::Device<kernel::pci::Bound>) -> Result<u32> {
-    ///     pdev.irq_vector(0)
+    ///     Ok(pdev.irq_vector(0)?.irq())
     /// }
     /// ```
-    pub fn irq_vector(&self, index: u32) -> Result<u32> {
+    pub fn irq_vector(&self, index: u32) -> Result<IrqVector<'_>> {
         // SAFETY: `self` is a valid `pci_dev`.
         let irq = unsafe { bindings::pci_irq_vector(self.as_raw(), index) };
         to_result(irq)?;
+        // SAFETY: `irq` is this device's: a vector `alloc_irq_vectors` allocated, freed only
+        // after the binding's interrupts, or its INTx line, which lasts as long as the device.
         // Cannot wrap: `irq` is not negative.
-        Ok(irq as u32)
+        Ok(unsafe { IrqVector::new(self.as_ref(), irq as u32) })
     }
 
     /// Requests vector `index` for a hard-IRQ `handler` until the binding ends (see
@@ -1034,7 +1063,7 @@ impl Device<Bound> {
         name: &'static CStr,
         handler: crate::sync::Arc<T>,
     ) -> Result {
-        crate::irq::request(self.as_ref(), self.irq_vector(index)?, flags, name, handler)
+        crate::irq::request(self.irq_vector(index)?, flags, name, handler)
     }
 
     /// Requests vector `index` for a threaded `handler` until the binding ends (see
@@ -1063,7 +1092,7 @@ impl Device<Bound> {
         name: &'static CStr,
         handler: crate::sync::Arc<T>,
     ) -> Result {
-        crate::irq::request_threaded(self.as_ref(), self.irq_vector(index)?, flags, name, handler)
+        crate::irq::request_threaded(self.irq_vector(index)?, flags, name, handler)
     }
 }
 

@@ -67,6 +67,7 @@ use crate::{
     },
     ffi::c_int,
     io::{Io, IoRaw},
+    irq::IrqVector,
     of,
     str::CStr,
     types::{ARef, ForeignOwnable, Opaque},
@@ -367,6 +368,33 @@ impl Device<Bound> {
     /// ```
     pub fn ioremap_resource(&self, index: u32, name: &'static CStr) -> Result<Devres<IoMem>> {
         self.ioremap_resource_sized::<0>(index, name)
+    }
+
+    /// Returns interrupt `index` of the device (its device-tree `interrupts`, mapped by the
+    /// platform core), borrowing this device: a handler can only be requested on it for this
+    /// device, during this binding. `ENXIO` (or the core's error) if there is none.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::{device::{Bound, Device}, irq::{self, IrqReturn}, platform, sync::Arc};
+    /// struct Tick;
+    /// impl irq::Handler for Tick {
+    ///     fn handle(&self, _dev: &Device<Bound>) -> IrqReturn {
+    ///         IrqReturn::Handled
+    ///     }
+    /// }
+    /// fn wire(pdev: &platform::Device<platform::Bound>) -> Result {
+    ///     irq::request(pdev.irq(0)?, irq::Flags::NONE, kernel::c_str!("tick"), Arc::new(Tick, GFP_KERNEL)?)
+    /// }
+    /// ```
+    pub fn irq(&self, index: u32) -> Result<IrqVector<'_>> {
+        // SAFETY: `self` is a valid `platform_device`.
+        let irq = unsafe { bindings::platform_get_irq(self.as_raw(), index) };
+        to_result(irq)?;
+        // SAFETY: `irq` is this device's interrupt, mapped by the platform core for as long as
+        // the device exists, so past the end of this binding. Cannot wrap: `irq` is positive.
+        Ok(unsafe { IrqVector::new(self.as_ref(), irq as u32) })
     }
 }
 
