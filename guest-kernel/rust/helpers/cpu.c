@@ -13,3 +13,14 @@ unsigned int rust_helper_raw_smp_processor_id(void)
 {
 	return raw_smp_processor_id();
 }
+
+/* Both are static inline functions in <linux/cpumask.h>. */
+unsigned int rust_helper_cpumask_size(void)
+{
+	return cpumask_size();
+}
+
+void rust_helper_cpumask_copy(struct cpumask *dst, const struct cpumask *src)
+{
+	cpumask_copy(dst, src);
+}

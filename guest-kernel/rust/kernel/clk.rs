@@ -13,6 +13,7 @@ use crate::{
     device::Device,
     error::{from_err_ptr, to_result, Result},
     str::CStr,
+    types::ARef,
 };
 use core::{ops::Deref, ptr::NonNull};
 
@@ -69,8 +70,8 @@ impl Hertz {
 ///
 /// # Invariants
 ///
-/// `0` was returned by a successful `clk_get` and is put back only in `drop`. It is not null
-/// (the framework's "no clock" is never handed out here).
+/// `clk` was returned by a successful `clk_get` for `_dev` and is put back only in `drop`. It
+/// is not null (the framework's "no clock" is never handed out here).
 ///
 /// # Examples
 ///
@@ -83,7 +84,11 @@ impl Hertz {
 ///     Ok(clk.rate())
 /// }
 /// ```
-pub struct Clk(NonNull<bindings::clk>);
+pub struct Clk {
+    clk: NonNull<bindings::clk>,
+    /// The consumer device: the handle names it (`dev_name`, kept by pointer) until put.
+    _dev: ARef<Device>,
+}
 
 // SAFETY: The clock framework does its own locking; a `struct clk` handle may be used and put
 // from any thread.
@@ -111,9 +116,11 @@ impl Clk {
         let clk = from_err_ptr(unsafe { bindings::clk_get(dev.as_raw(), con_id) })?;
         // INVARIANT: `clk_get` succeeded; it returns null only for the optional "no clock",
         // which plain `clk_get` does not.
-        NonNull::new(clk)
-            .map(Self)
-            .ok_or(crate::error::code::ENOENT)
+        let clk = NonNull::new(clk).ok_or(crate::error::code::ENOENT)?;
+        Ok(Self {
+            clk,
+            _dev: dev.into(),
+        })
     }
 
     /// The clock's current rate (0 if the framework does not know it).
@@ -126,8 +133,8 @@ impl Clk {
     /// }
     /// ```
     pub fn rate(&self) -> Hertz {
-        // SAFETY: By the type invariant `self.0` is a clock we hold.
-        Hertz(unsafe { bindings::clk_get_rate(self.0.as_ptr()) } as u64)
+        // SAFETY: By the type invariant `self.clk` is a clock we hold.
+        Hertz(unsafe { bindings::clk_get_rate(self.clk.as_ptr()) } as u64)
     }
 
     /// Asks for `rate`; the provider may round it. Errors are the provider's (e.g. `EINVAL`
@@ -143,8 +150,8 @@ impl Clk {
     /// ```
     pub fn set_rate(&self, rate: Hertz) -> Result {
         let rate = crate::ffi::c_ulong::try_from(rate.0).map_err(|_| crate::error::code::EINVAL)?;
-        // SAFETY: By the type invariant `self.0` is a clock we hold.
-        to_result(unsafe { bindings::clk_set_rate(self.0.as_ptr(), rate) })
+        // SAFETY: By the type invariant `self.clk` is a clock we hold.
+        to_result(unsafe { bindings::clk_set_rate(self.clk.as_ptr(), rate) })
     }
 
     /// The rate the clock would run at if asked for `rate`, without changing it.
@@ -159,8 +166,8 @@ impl Clk {
     /// ```
     pub fn round_rate(&self, rate: Hertz) -> Result<Hertz> {
         let rate = crate::ffi::c_ulong::try_from(rate.0).map_err(|_| crate::error::code::EINVAL)?;
-        // SAFETY: By the type invariant `self.0` is a clock we hold.
-        let rounded = unsafe { bindings::clk_round_rate(self.0.as_ptr(), rate) };
+        // SAFETY: By the type invariant `self.clk` is a clock we hold.
+        let rounded = unsafe { bindings::clk_round_rate(self.clk.as_ptr(), rate) };
         if rounded < 0 {
             // A negative errno: in range for `c_int`.
             return Err(crate::error::Error::from_errno(
@@ -183,22 +190,22 @@ impl Clk {
     /// }
     /// ```
     pub fn prepare_enable(self) -> Result<EnabledClk> {
-        // SAFETY: By the type invariant `self.0` is a clock we hold.
-        to_result(unsafe { bindings::clk_prepare_enable(self.0.as_ptr()) })?;
+        // SAFETY: By the type invariant `self.clk` is a clock we hold.
+        to_result(unsafe { bindings::clk_prepare_enable(self.clk.as_ptr()) })?;
         // INVARIANT: Just enabled, once.
         Ok(EnabledClk(self))
     }
 
     /// The C `struct clk` pointer, e.g. for a `struct cpufreq_policy`.
     pub(crate) fn as_raw(&self) -> *mut bindings::clk {
-        self.0.as_ptr()
+        self.clk.as_ptr()
     }
 }
 
 impl Drop for Clk {
     fn drop(&mut self) {
-        // SAFETY: By the type invariant `self.0` came from `clk_get` and is put back once, here.
-        unsafe { bindings::clk_put(self.0.as_ptr()) }
+        // SAFETY: By the type invariant `self.clk` came from `clk_get` and is put back once, here.
+        unsafe { bindings::clk_put(self.clk.as_ptr()) }
     }
 }
 

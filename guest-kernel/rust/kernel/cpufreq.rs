@@ -28,6 +28,7 @@
 //! ```
 
 use crate::{
+    alloc::Flags,
     bindings,
     clk::Clk,
     device::Device,
@@ -44,11 +45,13 @@ use core::marker::PhantomData;
 /// The frequency that ends a C frequency table (`CPUFREQ_TABLE_END`, `~1u`).
 const TABLE_END: c_uint = !1;
 
-/// A set of CPUs (C's `struct cpumask`).
+/// A set of CPUs (C's `struct cpumask`), as the kernel allocates it: `cpumask_size()` bytes,
+/// which with `CONFIG_CPUMASK_OFFSTACK` is less than a `struct cpumask`; so it is only ever
+/// handed to C's cpumask functions, never read or copied as a struct (see [`OwnedCpumask`]).
 ///
 /// # Invariants
 ///
-/// A `&Cpumask` points to a valid `struct cpumask`.
+/// A `&Cpumask` points to a valid mask of at least `cpumask_size()` bytes.
 ///
 /// # Examples
 ///
@@ -61,22 +64,19 @@ const TABLE_END: c_uint = !1;
 pub struct Cpumask(Opaque<bindings::cpumask>);
 
 impl Cpumask {
+    /// Wraps a mask the kernel made.
+    ///
     /// # Safety
     ///
-    /// `ptr` must point to a valid `struct cpumask` for `'a`.
-    unsafe fn from_raw<'a>(ptr: *mut bindings::cpumask) -> &'a Self {
+    /// `ptr` must point to a valid mask (`cpumask_size()` bytes, not necessarily a whole
+    /// `struct cpumask`) for `'a`.
+    pub unsafe fn from_raw<'a>(ptr: *mut bindings::cpumask) -> &'a Self {
         // SAFETY: `Cpumask` is a transparent wrapper; the caller guarantees validity.
         unsafe { &*ptr.cast() }
     }
 
     pub(crate) fn as_raw(&self) -> *mut bindings::cpumask {
         self.0.get()
-    }
-
-    /// A copy of the mask's bits.
-    pub(crate) fn copy(&self) -> bindings::cpumask {
-        // SAFETY: By the type invariant the mask is valid; it is plain bits.
-        unsafe { core::ptr::read(self.as_raw()) }
     }
 
     /// The number of CPUs in the set.
@@ -95,6 +95,83 @@ impl Cpumask {
         unsafe { bindings::cpumask_weight(self.as_raw()) }
     }
 }
+
+/// A copy of a [`Cpumask`] that this object owns, as large as the kernel makes masks
+/// (`cpumask_size()`): with `CONFIG_CPUMASK_OFFSTACK` that is only `nr_cpu_ids` bits, far less
+/// than a `struct cpumask` (`NR_CPUS` bits), so a mask is never read or copied as a whole struct.
+///
+/// # Invariants
+///
+/// `bits` holds at least `cpumask_size()` bytes, initialised: a valid mask for the cpumask
+/// functions.
+///
+/// # Examples
+///
+/// ```
+/// use kernel::cpufreq::OwnedCpumask;
+/// fn same_count(policy: &kernel::cpufreq::Policy) -> Result<bool> {
+///     let copy = OwnedCpumask::copy_of(policy.cpus(), GFP_KERNEL)?;
+///     Ok(copy.weight() == policy.cpus().weight())
+/// }
+/// ```
+///
+/// The copy holds exactly the kernel's mask size, and the same CPUs as the online mask; no more
+/// is read from it (on arm64 here, `NR_CPUS` is 512 and masks are allocated off-stack: the copy
+/// is 8 bytes where a `struct cpumask` is 64).
+///
+/// ```
+/// use kernel::{bindings, cpufreq::OwnedCpumask};
+/// // SAFETY: `__cpu_online_mask` is the kernel's online mask, valid for as long as it runs.
+/// let online =
+///     unsafe { kernel::cpufreq::Cpumask::from_raw(core::ptr::addr_of_mut!(bindings::__cpu_online_mask)) };
+/// let copy = OwnedCpumask::copy_of(online, GFP_KERNEL)?;
+/// // SAFETY: `cpumask_size` has no preconditions.
+/// let size = unsafe { bindings::cpumask_size() } as usize;
+/// assert_eq!(copy.size_bytes(), size);
+/// if cfg!(CONFIG_CPUMASK_OFFSTACK) {
+///     assert!(size < core::mem::size_of::<bindings::cpumask>());
+/// }
+/// assert_eq!(copy.weight(), online.weight());
+/// # Ok::<(), Error>(())
+/// ```
+pub struct OwnedCpumask {
+    bits: KVec<core::ffi::c_ulong>,
+}
+
+impl OwnedCpumask {
+    /// Copies `mask` (through `cpumask_copy`, which reads only the kernel's mask size).
+    pub fn copy_of(mask: &Cpumask, flags: Flags) -> Result<Self> {
+        // SAFETY: `cpumask_size` has no preconditions.
+        let bytes = unsafe { bindings::cpumask_size() } as usize;
+        let words = bytes.div_ceil(core::mem::size_of::<core::ffi::c_ulong>());
+        let mut bits = KVec::from_elem(0, words, flags)?;
+        // SAFETY: `bits` has room for `cpumask_size()` bytes, all `cpumask_copy` writes; `mask`
+        // is valid by its type invariant.
+        unsafe { bindings::cpumask_copy(bits.as_mut_ptr().cast(), mask.as_raw()) };
+        // INVARIANT: `bits` holds `cpumask_size()` initialised bytes.
+        Ok(Self { bits })
+    }
+
+    /// The copy's size in bytes: the kernel's mask size.
+    pub fn size_bytes(&self) -> usize {
+        self.bits.len() * core::mem::size_of::<core::ffi::c_ulong>()
+    }
+}
+
+impl core::ops::Deref for OwnedCpumask {
+    type Target = Cpumask;
+
+    fn deref(&self) -> &Cpumask {
+        // SAFETY: By the type invariant `bits` is a valid mask, borrowed for as long as `self`.
+        unsafe { Cpumask::from_raw(self.bits.as_ptr().cast_mut().cast()) }
+    }
+}
+
+// SAFETY: The copy is plain bits this object owns; any thread may read or drop it.
+unsafe impl Send for OwnedCpumask {}
+
+// SAFETY: As above; reads through `&self` do not change it.
+unsafe impl Sync for OwnedCpumask {}
 
 /// A frequency table (C's `struct cpufreq_frequency_table` array, ending in
 /// `CPUFREQ_TABLE_END`), owned by Rust.
@@ -215,7 +292,9 @@ impl FreqTable {
 /// # Invariants
 ///
 /// A `&Policy` points to a valid `struct cpufreq_policy`; the cpufreq core holds the policy's
-/// lock for writing while a driver callback runs.
+/// lock for writing while a driver callback runs. A `&mut Policy` exists only in `init`, before
+/// the policy is active; lockless readers (e.g. `cpufreq_quick_get`) may read it during the
+/// other callbacks, which therefore get `&Policy`.
 ///
 /// # Examples
 ///
@@ -228,13 +307,28 @@ impl FreqTable {
 pub struct Policy(Opaque<bindings::cpufreq_policy>);
 
 impl Policy {
+    /// For `init`, the one callback that may change the policy.
+    ///
     /// # Safety
     ///
-    /// `ptr` must be a valid policy whose lock the caller holds for `'a` (written in `init`).
-    unsafe fn from_raw<'a>(ptr: *mut bindings::cpufreq_policy) -> &'a mut Self {
+    /// `ptr` must be a valid policy that nothing else reads or writes for `'a` (the core has
+    /// not published it yet while `init` runs).
+    unsafe fn from_raw_mut<'a>(ptr: *mut bindings::cpufreq_policy) -> &'a mut Self {
         // SAFETY: `Policy` is a transparent wrapper; the caller guarantees validity and
         // exclusive use.
         unsafe { &mut *ptr.cast() }
+    }
+
+    /// For the other callbacks, which run while sysfs readers and the governor may read the
+    /// policy: shared access only.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be a valid policy for `'a`.
+    unsafe fn from_raw<'a>(ptr: *mut bindings::cpufreq_policy) -> &'a Self {
+        // SAFETY: `Policy` is a transparent wrapper over `Opaque`, which C may change under a
+        // shared reference; the caller guarantees validity.
+        unsafe { &*ptr.cast() }
     }
 
     fn as_raw(&self) -> *mut bindings::cpufreq_policy {
@@ -481,9 +575,10 @@ unsafe impl<T: Driver> driver::RegistrationOps for Adapter<T> {
 
 impl<T: Driver> Adapter<T> {
     extern "C" fn init_callback(policy: *mut bindings::cpufreq_policy) -> c_int {
-        // SAFETY: The core calls `init` with a valid policy it holds the lock of, during the
-        // call only.
-        let p = unsafe { Policy::from_raw(policy) };
+        // SAFETY: The core calls `init` with a valid policy it holds the lock of for writing,
+        // during the call only, before any governor or cpufreq user reads it (it is not yet
+        // active), so this is the only access.
+        let p = unsafe { Policy::from_raw_mut(policy) };
         let setup = match T::init(p) {
             Ok(s) => s,
             Err(e) => return e.to_errno(),

@@ -12,19 +12,21 @@
 use crate::{
     bindings,
     clk::Hertz,
-    cpufreq::Cpumask,
+    cpufreq::{Cpumask, OwnedCpumask},
     device::Device,
     error::{code::EINVAL, from_err_ptr, to_result, Result},
     types::ARef,
 };
-use core::ptr::NonNull;
+use core::{marker::PhantomData, ptr::NonNull};
 
-/// One operating point, reference-counted by the OPP core.
+/// One operating point of a [`Table`], reference-counted by the OPP core; it borrows the table,
+/// because the OPP core frees a table's static OPPs with the table, references or not (so
+/// `dev_pm_opp_put` after the table's removal would use freed memory).
 ///
 /// # Invariants
 ///
-/// `0` is a valid `struct dev_pm_opp` this object holds one reference to (from a `find`
-/// function), put back in `drop`.
+/// `opp` is a valid `struct dev_pm_opp` of the table borrowed for `'a`, this object holds one
+/// reference to (from a `find` function), put back in `drop`.
 ///
 /// # Examples
 ///
@@ -34,21 +36,24 @@ use core::ptr::NonNull;
 ///     Ok(table.find_freq_ceil(Hertz(0))?.freq())
 /// }
 /// ```
-pub struct Opp(NonNull<bindings::dev_pm_opp>);
+pub struct Opp<'a> {
+    opp: NonNull<bindings::dev_pm_opp>,
+    _table: PhantomData<&'a Table>,
+}
 
-impl Opp {
+impl Opp<'_> {
     /// The OPP's frequency.
     ///
     /// # Examples
     ///
     /// ```
-    /// fn khz(opp: &kernel::opp::Opp) -> u64 {
+    /// fn khz(opp: &kernel::opp::Opp<'_>) -> u64 {
     ///     opp.freq().as_khz()
     /// }
     /// ```
     pub fn freq(&self) -> Hertz {
-        // SAFETY: By the type invariant `self.0` is a valid OPP we hold a reference to.
-        Hertz(unsafe { bindings::dev_pm_opp_get_freq_indexed(self.0.as_ptr(), 0) } as u64)
+        // SAFETY: By the type invariant `self.opp` is a valid OPP we hold a reference to.
+        Hertz(unsafe { bindings::dev_pm_opp_get_freq_indexed(self.opp.as_ptr(), 0) } as u64)
     }
 
     /// The OPP's voltage in microvolts (0 if the table gives none).
@@ -56,20 +61,20 @@ impl Opp {
     /// # Examples
     ///
     /// ```
-    /// fn uv(opp: &kernel::opp::Opp) -> u64 {
+    /// fn uv(opp: &kernel::opp::Opp<'_>) -> u64 {
     ///     opp.voltage_uv()
     /// }
     /// ```
     pub fn voltage_uv(&self) -> u64 {
-        // SAFETY: By the type invariant `self.0` is a valid OPP we hold a reference to.
-        unsafe { bindings::dev_pm_opp_get_voltage(self.0.as_ptr()) as u64 }
+        // SAFETY: By the type invariant `self.opp` is a valid OPP we hold a reference to.
+        unsafe { bindings::dev_pm_opp_get_voltage(self.opp.as_ptr()) as u64 }
     }
 }
 
-impl Drop for Opp {
+impl Drop for Opp<'_> {
     fn drop(&mut self) {
         // SAFETY: By the type invariant we hold one reference, given back once, here.
-        unsafe { bindings::dev_pm_opp_put(self.0.as_ptr()) }
+        unsafe { bindings::dev_pm_opp_put(self.opp.as_ptr()) }
     }
 }
 
@@ -78,7 +83,7 @@ enum Added {
     /// `dev_pm_opp_of_add_table` for the table's device.
     Device,
     /// `dev_pm_opp_of_cpumask_add_table` for these CPUs.
-    Cpus(bindings::cpumask),
+    Cpus(OwnedCpumask),
 }
 
 /// A device's OPP table, added from its device-tree node; removed when dropped.
@@ -147,13 +152,14 @@ impl Table {
     /// }
     /// ```
     pub fn from_of_cpus(dev: &Device, cpus: &Cpumask) -> Result<Self> {
+        // Copied first: nothing to undo if the copy fails.
+        let cpus = OwnedCpumask::copy_of(cpus, crate::alloc::flags::GFP_KERNEL)?;
         // SAFETY: `cpus` is a valid mask.
         to_result(unsafe { bindings::dev_pm_opp_of_cpumask_add_table(cpus.as_raw()) })?;
-        // INVARIANT: The OPPs of exactly these CPUs (a copy of the mask, plain bits) were just
-        // added for this object.
+        // INVARIANT: The OPPs of exactly these CPUs were just added for this object.
         Ok(Self {
             dev: dev.into(),
-            added: Added::Cpus(cpus.copy()),
+            added: Added::Cpus(cpus),
         })
     }
 
@@ -174,10 +180,14 @@ impl Table {
         Ok(n as u32)
     }
 
-    fn found(opp: *mut bindings::dev_pm_opp) -> Result<Opp> {
-        let opp = from_err_ptr(opp)?;
-        // INVARIANT: A successful `find` returns a valid OPP with a reference for the caller.
-        NonNull::new(opp).map(Opp).ok_or(crate::error::code::ERANGE)
+    fn found(&self, opp: *mut bindings::dev_pm_opp) -> Result<Opp<'_>> {
+        let opp = NonNull::new(from_err_ptr(opp)?).ok_or(crate::error::code::ERANGE)?;
+        // INVARIANT: A successful `find` on this table returns a valid OPP of it with a
+        // reference for the caller.
+        Ok(Opp {
+            opp,
+            _table: PhantomData,
+        })
     }
 
     fn c_freq(freq: Hertz) -> Result<crate::ffi::c_ulong> {
@@ -194,10 +204,10 @@ impl Table {
     ///     Ok(table.find_freq_ceil(Hertz::from_khz(khz))?.freq())
     /// }
     /// ```
-    pub fn find_freq_ceil(&self, freq: Hertz) -> Result<Opp> {
+    pub fn find_freq_ceil(&self, freq: Hertz) -> Result<Opp<'_>> {
         let mut f = Self::c_freq(freq)?;
         // SAFETY: `self.dev` is a valid device; `f` is valid for writes during the call.
-        Self::found(unsafe { bindings::dev_pm_opp_find_freq_ceil(self.dev.as_raw(), &mut f) })
+        self.found(unsafe { bindings::dev_pm_opp_find_freq_ceil(self.dev.as_raw(), &mut f) })
     }
 
     /// The available OPP with the highest frequency at or below `freq`; `ERANGE` if none.
@@ -210,10 +220,10 @@ impl Table {
     ///     Ok(table.find_freq_floor(Hertz::from_khz(khz))?.freq())
     /// }
     /// ```
-    pub fn find_freq_floor(&self, freq: Hertz) -> Result<Opp> {
+    pub fn find_freq_floor(&self, freq: Hertz) -> Result<Opp<'_>> {
         let mut f = Self::c_freq(freq)?;
         // SAFETY: `self.dev` is a valid device; `f` is valid for writes during the call.
-        Self::found(unsafe { bindings::dev_pm_opp_find_freq_floor(self.dev.as_raw(), &mut f) })
+        self.found(unsafe { bindings::dev_pm_opp_find_freq_floor(self.dev.as_raw(), &mut f) })
     }
 
     /// The available OPP of exactly `freq`; `ERANGE` if there is none.
@@ -226,10 +236,10 @@ impl Table {
     ///     table.find_freq_exact(freq).is_ok()
     /// }
     /// ```
-    pub fn find_freq_exact(&self, freq: Hertz) -> Result<Opp> {
+    pub fn find_freq_exact(&self, freq: Hertz) -> Result<Opp<'_>> {
         let f = Self::c_freq(freq)?;
         // SAFETY: `self.dev` is a valid device.
-        Self::found(unsafe { bindings::dev_pm_opp_find_freq_exact(self.dev.as_raw(), f, true) })
+        self.found(unsafe { bindings::dev_pm_opp_find_freq_exact(self.dev.as_raw(), f, true) })
     }
 
     /// The frequencies of all available OPPs, lowest first.
@@ -300,7 +310,9 @@ impl Drop for Table {
             // SAFETY: By the type invariant the OPPs were added for this object, removed once.
             Added::Device => unsafe { bindings::dev_pm_opp_of_remove_table(self.dev.as_raw()) },
             // SAFETY: As above, for the same CPUs.
-            Added::Cpus(mask) => unsafe { bindings::dev_pm_opp_of_cpumask_remove_table(mask) },
+            Added::Cpus(mask) => unsafe {
+                bindings::dev_pm_opp_of_cpumask_remove_table(mask.as_raw())
+            },
         }
     }
 }
