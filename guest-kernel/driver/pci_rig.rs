@@ -12,7 +12,7 @@
 
 #![forbid(unsafe_code)]
 
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
     c_str, dev_err, dev_info,
     device::{Bound, Device},
@@ -426,8 +426,6 @@ enum Stop {
 struct Worker {
     bar: Arc<Devres<Regs>>,
     accesses: AtomicU64,
-    /// Set once, before the worker is queued.
-    started: AtomicBool,
     #[pin]
     stopped: Mutex<Option<Stop>>,
     #[pin]
@@ -446,7 +444,6 @@ impl Worker {
             pin_init!(Worker {
                 bar,
                 accesses: AtomicU64::new(0),
-                started: AtomicBool::new(false),
                 stopped <- new_mutex!(None),
                 wake <- new_condvar!(),
                 work <- new_work!("pci_rig::Worker"),
@@ -456,25 +453,16 @@ impl Worker {
     }
 
     fn start(self: &Arc<Self>) {
-        self.started.store(true, Ordering::SeqCst);
         // A long-running item: the long queue keeps it off the shared per-CPU workers.
         let _ = workqueue::system_long().enqueue(self.clone());
     }
 
-    /// Waits until the worker has stopped by itself and returns why; `None` if it never started.
-    /// It stops within a millisecond of its access being refused, so call this once the binding
-    /// has ended (or the device is gone).
-    fn join(&self) -> Option<Stop> {
-        if !self.started.load(Ordering::SeqCst) {
-            return None;
-        }
-        let mut stopped = self.stopped.lock();
-        loop {
-            if let Some(why) = *stopped {
-                return Some(why);
-            }
-            self.wake.wait(&mut stopped);
-        }
+    /// Waits until the worker's run has returned (or takes it off the queue if it never began)
+    /// and returns why it stopped; `None` if it never ran. It stops within a millisecond of its
+    /// access being refused, so call this once the binding has ended (or the device is gone).
+    fn join(self: &Arc<Self>) -> Option<Stop> {
+        workqueue::cancel_sync(self);
+        *self.stopped.lock()
     }
 }
 
@@ -505,15 +493,12 @@ impl WorkItem for Worker {
             this.accesses.load(Ordering::Relaxed)
         );
         *this.stopped.lock() = Some(why);
-        // Last act: after this only the return (no sleep, `WorkerJoin` still holds a reference,
-        // so this drop is not the last) runs in module text. On these non-preemptible kernels the
-        // module cannot be freed before this CPU schedules again, which is after the return.
-        this.wake.notify_all();
     }
 }
 
-/// Tied to the binding, so dropped after it ended: waits for the worker, whose access is
-/// refused from then on, so that nothing of the driver runs once the unbind is over.
+/// Tied to the binding, so dropped after it ended: waits until the worker's run has returned
+/// (its access is refused from then on), so that nothing of the driver runs once the unbind is
+/// over, whatever the preemption model.
 struct WorkerJoin(Arc<Worker>);
 
 impl Drop for WorkerJoin {

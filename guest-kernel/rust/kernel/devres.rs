@@ -15,12 +15,11 @@ use crate::{
     },
     ffi::{c_int, c_void},
     init::InPlaceInit,
-    new_condvar, new_mutex,
     revocable::{Revocable, RevocableGuard},
-    sync::{rcu, Arc, CondVar, Mutex},
-    types::{ARef, ForeignOwnable},
+    sync::{rcu, Arc},
+    types::{ARef, ForeignOwnable, Opaque},
 };
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 /// State of one binding of a device to a driver, shared by the [`Devres`] made during it.
 ///
@@ -210,33 +209,65 @@ pub(crate) unsafe fn remove_binding<D: ForeignOwnable>(
     binding_end(dev);
 }
 
-/// Signals that a [`Devres`] value was dropped, for whichever of its drop and its release did
-/// not drop it itself.
+/// Decides which of a [`Devres`]'s drop and its devres release drops the value, and lets the
+/// other wait for that destructor.
+///
+/// Claiming is one atomic compare-exchange: a side that wins takes no lock and does not sleep
+/// (beyond what the value's destructor does), so a `Devres` may be dropped under a spinlock or
+/// in a hard-IRQ handler when nothing races it. Only the losing side sleeps, until the winner's
+/// destructor has finished; unless the winner is its own task (the value's destructor dropped
+/// the last handle to its own `Devres`), which would wait for itself forever.
+///
+/// # Invariants
+///
+/// `claimant` is null until a side claims the value, then that side's task, for good; `done` is
+/// initialised, and completed only after the claimant's destructor returned.
 #[pin_data]
-struct Dropped {
+struct DropOnce {
+    claimant: AtomicPtr<bindings::task_struct>,
     #[pin]
-    done: Mutex<bool>,
-    #[pin]
-    cv: CondVar,
+    done: Opaque<bindings::completion>,
 }
 
-impl Dropped {
+// SAFETY: `claimant` is atomic and a `struct completion` is made to be completed and waited for
+// from any thread (its wait queue has its own lock).
+unsafe impl Send for DropOnce {}
+
+// SAFETY: As above: every access through `&DropOnce` is atomic or takes the completion's lock.
+unsafe impl Sync for DropOnce {}
+
+impl DropOnce {
     fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            done <- new_mutex!(false),
-            cv <- new_condvar!(),
+            claimant: AtomicPtr::new(core::ptr::null_mut()),
+            // SAFETY: `init_completion` initialises the completion in place, whatever it held.
+            done <- Opaque::ffi_init(|slot| unsafe { bindings::init_completion(slot) }),
         })
     }
 
-    fn signal(&self) {
-        *self.done.lock() = true;
-        self.cv.notify_all();
-    }
-
-    fn wait(&self) {
-        let mut done = self.done.lock();
-        while !*done {
-            self.cv.wait(&mut done);
+    /// Runs `drop_value` if this side claims the value first; otherwise waits until the side
+    /// that did has finished its `drop_value`, unless that side is the current task.
+    fn drop_once(&self, drop_value: impl FnOnce()) {
+        // SAFETY: Reading the current task has no preconditions.
+        let me = unsafe { bindings::get_current() };
+        match self.claimant.compare_exchange(
+            core::ptr::null_mut(),
+            me,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => {
+                drop_value();
+                // SAFETY: `done` is initialised (type invariant); `complete_all` takes only a
+                // raw spinlock. INVARIANT: the claimant's destructor has returned.
+                unsafe { bindings::complete_all(self.done.get()) };
+            }
+            // The value's destructor is running below us on this task: waiting would be for
+            // ourselves.
+            Err(claimant) if claimant == me => {}
+            // SAFETY: `done` is initialised; the claimant completes it once its destructor has
+            // returned, so the wait ends.
+            Err(_) => unsafe { bindings::wait_for_completion(self.done.get()) },
         }
     }
 }
@@ -248,20 +279,7 @@ struct DevresInner<T> {
     #[pin]
     data: Revocable<T>,
     #[pin]
-    dropped: Dropped,
-}
-
-impl<T> DevresInner<T> {
-    /// Drops the value unless the other side (drop or release) already did, in which case it
-    /// waits until that side's destructor has finished; `revoke` does the dropping and says
-    /// whether this call did it.
-    fn revoke_or_wait(&self, revoke: impl FnOnce(&Revocable<T>) -> bool) {
-        if revoke(&self.data) {
-            self.dropped.signal();
-        } else {
-            self.dropped.wait();
-        }
-    }
+    dropped: DropOnce,
 }
 
 /// The release function of a devres entry holding a `DevresInner<T>`.
@@ -281,7 +299,11 @@ type ReleaseFn = unsafe extern "C" fn(*mut bindings::device, *mut c_void);
 /// On unbind, access to all `Devres` of the binding is refused after the driver's `remove`, with
 /// a single RCU grace period for all of them, and the devres release functions then drop the
 /// values without waiting again. Dropping the `Devres` first removes its devres entry and drops
-/// the value without waiting at all: owning the `Devres` means no access is in flight.
+/// the value without waiting at all: owning the `Devres` means no access is in flight. Nor does
+/// such a drop take a sleeping lock: when nothing races it, a `Devres` may be dropped under a
+/// spinlock or in a hard-IRQ handler (as long as the value's own destructor does not sleep).
+/// The one case where a side does not wait for the other's destructor is when that destructor
+/// is its caller: a value that holds the last handle to its own `Devres`.
 ///
 /// # Invariants
 ///
@@ -439,6 +461,78 @@ type ReleaseFn = unsafe extern "C" fn(*mut bindings::device, *mut c_void);
 /// }
 /// # Ok::<(), Error>(())
 /// ```
+///
+/// Dropping a `Devres` takes no sleeping lock when nothing races it, so it may be done under a
+/// spinlock (with `CONFIG_DEBUG_ATOMIC_SLEEP`, a sleeping lock here is reported); and a value
+/// that holds the last handle to its own `Devres` is dropped at unbind without the release
+/// waiting for itself (the unbind below ends within a bounded wait, in a work item so that a
+/// hang fails the test instead of stopping it).
+///
+/// ```
+/// use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+/// use kernel::{c_str, devres::Devres, driver::Registration, new_spinlock, pci, sync::Arc, workqueue};
+///
+/// /// Holds (as a raw `Arc`) the handle to its own `Devres`.
+/// struct Cycle(AtomicPtr<Devres<Cycle>>);
+/// impl Drop for Cycle {
+///     fn drop(&mut self) {
+///         let me = self.0.swap(core::ptr::null_mut(), Ordering::SeqCst);
+///         if !me.is_null() {
+///             // SAFETY: Stored by the probe with `Arc::into_raw`; taken back only here. It is
+///             // the last handle: this drops the `Devres` from within its own value's drop.
+///             drop(unsafe { Arc::from_raw(me) });
+///         }
+///     }
+/// }
+///
+/// static UNBOUND: AtomicBool = AtomicBool::new(false);
+///
+/// struct Holder;
+/// kernel::pci_device_table!(HOLDER_IDS, (), [(pci::DeviceId::from_id(0x1b36, 0x0005), ())]);
+/// impl pci::Driver for Holder {
+///     type IdInfo = ();
+///     const ID_TABLE: pci::IdTable<()> = HOLDER_IDS;
+///     type Data = ();
+///     fn probe(pdev: &pci::Device<pci::Core>, _info: &()) -> Result {
+///         // Uncontended: dropped under a spinlock without sleeping.
+///         let plain = Devres::new(pdev.as_ref(), 7u32, GFP_KERNEL)?;
+///         let lock = KBox::pin_init(new_spinlock!(()), GFP_KERNEL)?;
+///         let guard = lock.lock();
+///         drop(plain);
+///         drop(guard);
+///         // The value keeps its own `Devres` alive; ours is dropped.
+///         let cycle = Arc::new(
+///             Devres::new(pdev.as_ref(), Cycle(AtomicPtr::new(core::ptr::null_mut())), GFP_KERNEL)?,
+///             GFP_KERNEL,
+///         )?;
+///         let me = Arc::into_raw(cycle.clone()).cast_mut();
+///         cycle.access(pdev.as_ref())?.0.store(me, Ordering::SeqCst);
+///         Ok(())
+///     }
+/// }
+///
+/// // SAFETY: Built-in code has no module of its own; null is what it uses.
+/// static MODULE: ThisModule = unsafe { ThisModule::from_ptr(core::ptr::null_mut()) };
+///
+/// let reg = KBox::pin_init(
+///     Registration::<pci::Adapter<Holder>>::new(c_str!("rust_doctest_devres_cycle"), &MODULE),
+///     GFP_KERNEL,
+/// )?;
+/// workqueue::system().try_spawn(GFP_KERNEL, move || {
+///     drop(reg); // unbinds: the release drops `Cycle`, which drops its own `Devres`
+///     UNBOUND.store(true, Ordering::SeqCst);
+/// })?;
+/// for _ in 0..2000 {
+///     if UNBOUND.load(Ordering::SeqCst) {
+///         break;
+///     }
+///     // SAFETY: The test runs in process context, where `msleep` may sleep.
+///     unsafe { kernel::bindings::msleep(1) };
+/// }
+/// // Within two seconds: the release did not wait for itself.
+/// assert!(UNBOUND.load(Ordering::SeqCst));
+/// # Ok::<(), Error>(())
+/// ```
 pub struct Devres<T: Send + 'static> {
     inner: Arc<DevresInner<T>>,
     node_data: usize,
@@ -458,15 +552,17 @@ unsafe extern "C" fn devres_release<T: Send + 'static>(
     // `Arc::into_foreign`; the driver core removed the entry from the device's list before calling
     // this, so no one else will take this reference again.
     let inner = unsafe { Arc::<DevresInner<T>>::from_foreign(*res.cast::<*const c_void>()) };
-    if inner.binding.synced.load(Ordering::Acquire) {
-        // SAFETY: Every access to `inner.data` goes through `Devres::try_access*`, which checks
-        // `binding.bound` in the same RCU critical section, or `Devres::access`, which needs the
-        // binding alive; `synced` means `bound` was cleared and a grace period has elapsed
-        // since, so no access is in progress or can start.
-        inner.revoke_or_wait(|data| unsafe { data.revoke_nosync() });
-    } else {
-        inner.revoke_or_wait(Revocable::revoke);
-    }
+    inner.dropped.drop_once(|| {
+        if inner.binding.synced.load(Ordering::Acquire) {
+            // SAFETY: Every access to `inner.data` goes through `Devres::try_access*`, which
+            // checks `binding.bound` in the same RCU critical section, or `Devres::access`,
+            // which needs the binding alive; `synced` means `bound` was cleared and a grace
+            // period has elapsed since, so no access is in progress or can start.
+            unsafe { inner.data.revoke_nosync() };
+        } else {
+            inner.data.revoke();
+        }
+    });
 }
 
 /// Matches a devres entry made by [`Devres::register`] against a foreign pointer.
@@ -502,7 +598,7 @@ impl<T: Send + 'static> Devres<T> {
                 dev: ARef::from(&**dev),
                 binding,
                 data <- Revocable::new(data),
-                dropped <- Dropped::new(),
+                dropped <- DropOnce::new(),
             }),
             flags,
         )?;
@@ -650,20 +746,18 @@ impl<T: Send + 'static> Devres<T> {
 
 impl<T: Send + 'static> Drop for Devres<T> {
     fn drop(&mut self) {
-        // Whichever of this drop and the entry's release revokes first drops the value; the
+        // Whichever of this drop and the entry's release claims the value first drops it; the
         // other waits until that destructor has finished.
-        self.inner.revoke_or_wait(|data| {
+        self.inner.dropped.drop_once(|| {
             // SAFETY: We own the `Devres`, so no guard of its revocable exists (guards borrow
             // `self`) and none can be made: no access is in flight.
-            if !unsafe { data.revoke_nosync() } {
-                return false;
-            }
-            // The value is gone; take our entry off the device before the others learn it (the
-            // release, if it runs meanwhile, waits), so that no entry of ours is left behind.
+            unsafe { self.inner.data.revoke_nosync() };
+            // Take our entry off the device, so that none of ours is left behind (its release,
+            // if it runs meanwhile, has lost the claim and waits).
             // SAFETY: The device is valid (we hold a reference); `release` is the release
             // function the entry was made with, so `devres_match` only looks at our entries.
-            // `devres_remove` takes the entry off the list under the devres lock, or returns
-            // null if the release path took it first.
+            // `devres_remove` takes the entry off the list under the devres spinlock, or
+            // returns null if the release path took it first.
             let node = unsafe {
                 bindings::devres_remove(
                     self.inner.dev.as_raw(),
@@ -683,7 +777,6 @@ impl<T: Send + 'static> Drop for Devres<T> {
                     bindings::devres_free(node);
                 }
             }
-            true
         });
     }
 }

@@ -1,0 +1,9 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#include <linux/completion.h>
+
+/* A static inline function in <linux/completion.h>. */
+void rust_helper_init_completion(struct completion *x)
+{
+	init_completion(x);
+}
