@@ -10,6 +10,10 @@
 //! - `iomap_unbound`: mapping a BAR of a device kept beyond probe (an `ARef<pci::Device>`,
 //!   whose context is `Normal`: it may no longer be bound), rustc's E0599;
 //! - `access_unbound`: `Devres::access` with a device that is not known to be bound, E0308;
+//! - `irq_raw`: an interrupt vector made from a raw number, which could be another device's
+//!   (only the device's bus hands out `IrqVector`s; the constructor is `unsafe`), E0133;
+//! - `opp_outlives_table`: an `Opp` kept after its `Table` was dropped (the OPP core frees the
+//!   table's OPPs with it), E0505; arm64 and riscv64, which build the OPP abstractions;
 //! - `warns`: an unused variable: a warning fails the build, and fails every rebuild of the
 //!   same source (make would find the objects up to date and print nothing).
 
@@ -49,6 +53,16 @@ impl Kept {
     }
 }
 
+/// Drops an OPP table while one of its OPPs is still held.
+#[cfg(opp_outlives_table)]
+fn opp_outlives_table(dev: &kernel::device::Device) -> Result {
+    let table = kernel::opp::Table::from_of(dev)?;
+    let opp = table.find_freq_ceil(kernel::clk::Hertz(0))?;
+    drop(table);
+    dev_info!(dev, "lowest {:?}\n", opp.freq());
+    Ok(())
+}
+
 impl pci::Driver for CompileFail {
     type IdInfo = ();
     const ID_TABLE: pci::IdTable<()> = IDS;
@@ -64,6 +78,10 @@ impl pci::Driver for CompileFail {
             bar,
         };
         kept.later()?;
+        #[cfg(irq_raw)]
+        let _vector = kernel::irq::IrqVector::new(pdev.as_ref(), 5);
+        #[cfg(opp_outlives_table)]
+        opp_outlives_table(pdev.as_ref())?;
         Ok(KBox::new(kept, GFP_KERNEL)?)
     }
 }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use object::{elf, Object, ObjectSection, ObjectSymbol, SectionFlags};
 
+use crate::arch::Arch;
 use crate::host::provision::Toolchain;
 use crate::kernel::{self, Kernel};
 
@@ -83,13 +84,22 @@ pub fn pci_id_table(ko: &[u8]) -> Result<IdTable> {
 
 /// A mistake the abstractions must refuse at build time: the make variable
 /// that switches it on in guest-kernel/compile-fail, what the build log
-/// must say (all of the needles in one line), and how many builds in a row
-/// of the same source must each refuse it.
+/// must say (all of the needles in one line), how many builds in a row
+/// of the same source must each refuse it, and the arches whose kernels
+/// build what it misuses (empty: all).
 pub struct Mistake {
     pub name: &'static str,
     pub var: &'static str,
     pub needles: &'static [&'static str],
     pub builds: usize,
+    pub only: &'static [Arch],
+}
+
+impl Mistake {
+    /// Whether `arch`'s kernel builds what this mistake misuses.
+    pub fn applies_to(&self, arch: Arch) -> bool {
+        self.only.is_empty() || self.only.contains(&arch)
+    }
 }
 
 /// The mistakes of guest-kernel/compile-fail, each refused for its reason.
@@ -99,24 +109,42 @@ pub const MISTAKES: &[Mistake] = &[
         var: "PAST_END=y",
         needles: &["build_error"],
         builds: 1,
+        only: &[],
     },
     Mistake {
         name: "iomap_region on a device that may be unbound",
         var: "IOMAP_UNBOUND=y",
         needles: &["E0599", "iomap_region"],
         builds: 1,
+        only: &[],
     },
     Mistake {
         name: "Devres::access without a bound device",
         var: "ACCESS_UNBOUND=y",
         needles: &["E0308"],
         builds: 1,
+        only: &[],
+    },
+    Mistake {
+        name: "an interrupt vector made from a raw number",
+        var: "IRQ_RAW=y",
+        needles: &["E0133", "IrqVector"],
+        builds: 1,
+        only: &[],
+    },
+    Mistake {
+        name: "an Opp kept after its Table was dropped",
+        var: "OPP_OUTLIVES_TABLE=y",
+        needles: &["E0505", "`table`"],
+        builds: 1,
+        only: &[Arch::Arm64, Arch::Riscv64],
     },
     Mistake {
         name: "a warning, built twice",
         var: "WARNS=y",
         needles: &["warning: unused variable"],
         builds: 2,
+        only: &[],
     },
 ];
 
@@ -153,6 +181,7 @@ pub fn compile_fail(tc: &Toolchain, kernel: &Kernel, dir: &Path) -> Result<Strin
         let mistakes: Vec<_> = MISTAKES
             .iter()
             .enumerate()
+            .filter(|(_, m)| m.applies_to(kernel.arch))
             .map(|(i, m)| {
                 let label = format!("compile_fail-mistake{i}");
                 s.spawn(move || refused(m, || build(&label, &[m.var], true)))
