@@ -40,11 +40,13 @@ impl Arch {
         }
     }
 
-    /// Extra `make` variables for cross builds. riscv64 on 6.12 needs clang for
-    /// Rust, and clang-14's integrated assembler fails on fpu.S, hence LLVM_IAS=0.
-    pub fn make_vars(self) -> Vec<String> {
+    /// Extra `make` variables for cross builds, with gcc or `clang`. riscv64
+    /// on 6.12 needs clang for Rust (always), and clang-14's integrated
+    /// assembler fails on its fpu.S, hence LLVM_IAS=0.
+    pub fn make_vars(self, clang: bool) -> Vec<String> {
         match self {
             Arch::X86_64 => vec![],
+            Arch::Arm64 if clang => vec!["LLVM=/usr/lib/llvm-14/bin/".into()],
             Arch::Arm64 => vec!["CROSS_COMPILE=aarch64-linux-gnu-".into()],
             Arch::Riscv64 => vec![
                 "LLVM=/usr/lib/llvm-14/bin/".into(),

@@ -53,8 +53,9 @@ enum Cmd {
         /// One scenario by name (default: all).
         #[arg(long, value_parser = parse_scenario)]
         scenario: Option<&'static scenario::Scenario>,
-        /// Boot the debug flavour: KASAN where Rust allows it, lockdep,
-        /// PROVE_RCU, and a kmemleak scan before each guest powers off.
+        /// Boot the debug flavour (KASAN on arm64 and riscv64, lockdep,
+        /// PROVE_RCU, atomic-sleep checks, CONFIG_PREEMPT, a kmemleak scan
+        /// before each guest powers off); without --scenario, its own set.
         #[arg(long)]
         debug: bool,
         /// Skip `cargo test --workspace` (skipped anyway with --scenario).
@@ -187,6 +188,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
             let scenarios = match (soak, scenario) {
                 (true, _) => scenario::SOAK.to_vec(),
                 (false, Some(s)) => vec![s],
+                (false, None) if debug => scenario::DEBUG.to_vec(),
                 (false, None) => scenario::ALL.to_vec(),
             };
             let repeat = if soak && repeat == 1 { 100 } else { repeat };

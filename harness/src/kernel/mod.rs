@@ -32,6 +32,17 @@ pub struct Flavor {
 }
 
 impl Flavor {
+    /// Whether `arch` is built with clang (LLVM=): riscv64 always (Rust on
+    /// 6.12 needs it there); arm64 in the debug flavour, because Linux 6.12
+    /// allows KASAN beside Rust only in clang-built kernels.
+    pub fn clang(&self, arch: Arch) -> bool {
+        match arch {
+            Arch::Riscv64 => true,
+            Arch::Arm64 => self.extra.iter().any(|e| e == "debug"),
+            Arch::X86_64 => false,
+        }
+    }
+
     pub fn name(&self) -> String {
         if self.extra.is_empty() {
             "base".into()
@@ -45,6 +56,8 @@ impl Flavor {
 #[derive(Clone, Debug)]
 pub struct Kernel {
     pub arch: Arch,
+    /// Built with clang ([`Flavor::clang`]): every make on it must say so.
+    pub clang: bool,
     pub src: PathBuf,
     pub build: PathBuf,
 }
@@ -72,6 +85,7 @@ fn source_version() -> Result<String> {
 /// once; the overlay is only rewritten when no build reads the tree.
 pub struct Tree {
     pub arch: Arch,
+    pub clang: bool,
     pub src: PathBuf,
     pub build: PathBuf,
     _source: std::fs::File,
@@ -146,6 +160,7 @@ pub fn lock(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<Tree> {
     )?;
     Ok(Tree {
         arch,
+        clang: flavor.clang(arch),
         src,
         build,
         _source: source,
@@ -168,6 +183,7 @@ pub fn relock(kernel: &Kernel) -> Result<Tree> {
     )?;
     Ok(Tree {
         arch: kernel.arch,
+        clang: kernel.clang,
         src: kernel.src.clone(),
         build: kernel.build.clone(),
         _source: source,
@@ -384,13 +400,13 @@ fn walk(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// The `make` invocation for one arch's build directory.
-pub fn make(tc: &Toolchain, src: &Path, build: &Path, arch: Arch) -> Command {
+pub fn make(tc: &Toolchain, src: &Path, build: &Path, arch: Arch, clang: bool) -> Command {
     let mut c = Command::new("make");
     c.arg("-C")
         .arg(src)
         .arg(format!("O={}", build.display()))
         .arg(format!("ARCH={}", arch.kernel_arch()))
-        .args(arch.make_vars())
+        .args(arch.make_vars(clang))
         // rustup's toolchain comes first on PATH but has no rust-src: the
         // kernel must use Debian's rustc-web everywhere.
         .args([
@@ -445,12 +461,12 @@ fn configure(
     if std::fs::read_to_string(&stamp).ok().as_deref() != Some(&merged) || !dot.exists() {
         eprintln!("kernel {arch}: configuring ({})", names.join(" + "));
         std::fs::create_dir_all(build)?;
-        run(make(tc, src, build, arch).arg("tinyconfig"))?;
+        run(make(tc, src, build, arch, flavor.clang(arch)).arg("tinyconfig"))?;
         std::fs::OpenOptions::new()
             .append(true)
             .open(&dot)?
             .write_all(merged.as_bytes())?;
-        run(make(tc, src, build, arch).arg("olddefconfig"))?;
+        run(make(tc, src, build, arch, flavor.clang(arch)).arg("olddefconfig"))?;
         std::fs::write(&stamp, &merged)?;
     }
     let unmet = kconfig::unmet(&wanted, &std::fs::read_to_string(&dot)?);
@@ -506,18 +522,18 @@ pub fn run_make(mut cmd: Command, log: &Path, what: &str) -> Result<()> {
 /// Builds (or brings up to date) the kernel and its in-tree modules in
 /// `tree`, which this process holds.
 pub fn build(paths: &Paths, tc: &Toolchain, tree: &Tree, flavor: &Flavor) -> Result<Kernel> {
-    let (arch, src, build) = (tree.arch, tree.src.clone(), tree.build.clone());
+    let (arch, clang, src, build) = (tree.arch, tree.clang, tree.src.clone(), tree.build.clone());
     configure(paths, tc, &src, &build, arch, flavor)?;
     let started = Instant::now();
     let log = build.join("pci-rig-make.log");
-    let mut cmd = make(tc, &src, &build, arch);
+    let mut cmd = make(tc, &src, &build, arch, clang);
     // Rust code is linted as it builds; the files we lay over the tree must
     // build without a warning (upstream's own are not ours to judge).
     cmd.arg("CLIPPY=1").args(arch.make_targets());
     // A no-op make still takes seconds to walk the tree; skip it when nothing
     // it reads has changed since it last succeeded.
     let stamp = build.join("pci-rig-built");
-    let inputs = build_inputs(paths, &build, arch, &cmd)?;
+    let inputs = build_inputs(paths, &build, arch, clang, &cmd)?;
     if std::fs::read_to_string(&stamp).ok().as_deref() == Some(&inputs)
         && build.join(arch.kernel_image()).exists()
     {
@@ -525,7 +541,12 @@ pub fn build(paths: &Paths, tc: &Toolchain, tree: &Tree, flavor: &Flavor) -> Res
             "kernel {arch}: unchanged since its last build ({})",
             build.display()
         );
-        return Ok(Kernel { arch, src, build });
+        return Ok(Kernel {
+            arch,
+            clang,
+            src,
+            build,
+        });
     }
     let _ = std::fs::remove_file(&stamp);
     run_make(cmd, &log, &format!("kernel {arch}"))?;
@@ -538,7 +559,12 @@ pub fn build(paths: &Paths, tc: &Toolchain, tree: &Tree, flavor: &Flavor) -> Res
         objects(&build)?,
         build.display()
     );
-    Ok(Kernel { arch, src, build })
+    Ok(Kernel {
+        arch,
+        clang,
+        src,
+        build,
+    })
 }
 
 /// How many objects the config compiled: the members of `vmlinux.a` (a
@@ -589,7 +615,13 @@ fn compile_again(file: &Path) -> Result<()> {
 /// overlay and patches (the pristine tree is keyed by its version), the
 /// merged `.config`, the make command line, and the identity (size, mtime)
 /// of the compilers it runs.
-fn build_inputs(paths: &Paths, build: &Path, arch: Arch, cmd: &Command) -> Result<String> {
+fn build_inputs(
+    paths: &Paths,
+    build: &Path,
+    arch: Arch,
+    clang: bool,
+    cmd: &Command,
+) -> Result<String> {
     let mut h = Fnv::default();
     let guest = paths.root.join("guest-kernel");
     for dir in ["rust", "patches"] {
@@ -607,7 +639,7 @@ fn build_inputs(paths: &Paths, build: &Path, arch: Arch, cmd: &Command) -> Resul
         PathBuf::from("/usr/bin/clippy-driver"),
     ];
     let var = |name: &str| {
-        arch.make_vars()
+        arch.make_vars(clang)
             .iter()
             .find_map(|v| v.strip_prefix(name).map(str::to_string))
     };
@@ -758,7 +790,8 @@ mod tests {
         let pci = paths.root.join("guest-kernel/rust/kernel/pci.rs");
         std::fs::write(&pci, "// v1\n").unwrap();
         std::fs::write(build.join(".config"), "CONFIG_PCI=y\n").unwrap();
-        let inputs = || build_inputs(&paths, &build, Arch::X86_64, &make_with("V=0")).unwrap();
+        let inputs =
+            || build_inputs(&paths, &build, Arch::X86_64, false, &make_with("V=0")).unwrap();
         let first = inputs();
         assert_eq!(inputs(), first, "nothing changed");
         std::fs::write(&pci, "// v2\n").unwrap();
@@ -767,7 +800,7 @@ mod tests {
         std::fs::write(build.join(".config"), "CONFIG_PCI=n\n").unwrap();
         let third = inputs();
         assert_ne!(third, second, ".config changed");
-        let other = build_inputs(&paths, &build, Arch::X86_64, &make_with("W=1")).unwrap();
+        let other = build_inputs(&paths, &build, Arch::X86_64, false, &make_with("W=1")).unwrap();
         assert_ne!(other, third, "the command line changed");
     }
 

@@ -643,6 +643,23 @@ pub const SOAK: &[&Scenario] = &[
     &IRQ_UNBIND,
 ];
 
+/// What `--debug` runs unless one scenario is asked for: the checkers
+/// (KASAN, lockdep, PROVE_RCU, atomic-sleep, kmemleak, full preemption)
+/// watching every path that ends a binding or frees what it held.
+pub const DEBUG: &[&Scenario] = &[
+    &KUNIT,
+    &CPUFREQ,
+    &PLATFORM,
+    &UNBIND,
+    &REBIND,
+    &MODULES,
+    &IRQ_UNBIND,
+    &HOTUNPLUG,
+    &HOTUNPLUG_ACPI,
+    &SURPRISE,
+    &SURPRISE_ACPI,
+];
+
 pub fn find(name: &str) -> Result<&'static Scenario, String> {
     ALL.iter().copied().find(|s| s.name == name).ok_or_else(|| {
         let names: Vec<&str> = ALL.iter().map(|s| s.name).collect();
