@@ -30,10 +30,49 @@ impl Splat {
     }
 }
 
+/// Who wrote a console line, by its syslog prefix: with
+/// `console_msg_format=syslog` the kernel starts each record it prints with
+/// `<N>`, N being facility × 8 + level. The kernel's own messages have
+/// facility 0; a record user space wrote through /dev/kmsg never does (the
+/// kernel gives it LOG_USER unless it names another non-zero facility), and
+/// a line user space wrote to the serial port directly has no prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// `<N>` with facility 0: printed by the kernel.
+    Kernel,
+    /// `<N>` with a facility of user space's: written to /dev/kmsg.
+    UserLog,
+    /// No prefix: written to the console by user space (or the console
+    /// was not asked for prefixes).
+    Unmarked,
+}
+
+/// A line's syslog prefix (`<6>`) and the rest.
+fn split_prefix(line: &str) -> (Option<u32>, &str) {
+    let prefixed = line.strip_prefix('<').and_then(|rest| {
+        let (n, text) = rest.split_once('>')?;
+        let digits = !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+        Some((n.parse().ok().filter(|_| digits)?, text))
+    });
+    match prefixed {
+        Some((n, text)) => (Some(n), text),
+        None => (None, line),
+    }
+}
+
+/// Who wrote `line` ([`Origin`]).
+pub fn origin(line: &str) -> Origin {
+    match split_prefix(line).0 {
+        Some(n) if n >> 3 == 0 => Origin::Kernel,
+        Some(_) => Origin::UserLog,
+        None => Origin::Unmarked,
+    }
+}
+
 /// A line's printk stamp (`[    1.234567]`, seconds since boot) and the
-/// text after it.
+/// text after it; a syslog prefix before the stamp is skipped.
 fn split_stamp(line: &str) -> Option<(f64, &str)> {
-    let (stamp, text) = line.strip_prefix('[')?.split_once(']')?;
+    let (stamp, text) = split_prefix(line).1.strip_prefix('[')?.split_once(']')?;
     let (secs, frac) = stamp.trim_start().split_once('.')?;
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     if !digits(secs) || !digits(frac) {
@@ -42,7 +81,8 @@ fn split_stamp(line: &str) -> Option<(f64, &str)> {
     Some((stamp.trim_start().parse().ok()?, text))
 }
 
-/// The text of a console line without its `[    1.234567] ` printk stamp.
+/// The text of a console line without its `<6>[    1.234567] ` syslog
+/// prefix and printk stamp.
 pub fn strip_timestamp(line: &str) -> &str {
     let trimmed = line.trim_end_matches(['\r', '\n']);
     match split_stamp(trimmed) {
@@ -56,11 +96,20 @@ pub fn timestamp(line: &str) -> Option<f64> {
     split_stamp(line).map(|(secs, _)| secs)
 }
 
-/// Where a printk record starts inside `line`, past its first byte.
+/// Where a printk record starts inside `line`, past its first byte: at
+/// its stamp, or at the syslog prefix just before it.
 fn record_inside(line: &str) -> Option<usize> {
-    line.match_indices('[')
+    let stamp = line
+        .match_indices('[')
         .map(|(at, _)| at)
-        .find(|&at| at > 0 && timestamp(&line[at..]).is_some())
+        .find(|&at| at > 0 && timestamp(&line[at..]).is_some())?;
+    let before = &line[..stamp];
+    let prefix = before.rfind('<').filter(|&lt| {
+        let n = &before[lt + 1..];
+        n.strip_suffix('>')
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    });
+    Some(prefix.unwrap_or(stamp))
 }
 
 /// Puts back together the user-space lines that kernel messages cut.
@@ -126,12 +175,18 @@ pub fn classify(line: &str) -> Option<Splat> {
         .map(|&(_, kind)| kind)
 }
 
-/// The first splat in a console log: its kind, its line (without the
+/// Every splat in a console log, in order: its kind, its line (without the
 /// timestamp) and an excerpt around it.
+pub fn splats(lines: &[String]) -> impl Iterator<Item = (Splat, &str, String)> {
+    lines.iter().enumerate().filter_map(|(at, l)| {
+        let kind = classify(l)?;
+        Some((kind, strip_timestamp(l), excerpt(lines, at)))
+    })
+}
+
+/// The first splat in a console log ([`splats`]).
 pub fn first_splat(lines: &[String]) -> Option<(Splat, &str, String)> {
-    let at = lines.iter().position(|l| classify(l).is_some())?;
-    let kind = classify(&lines[at])?;
-    Some((kind, strip_timestamp(&lines[at]), excerpt(lines, at)))
+    splats(lines).next()
 }
 
 /// A few lines before `at` and the trace after it.
@@ -154,6 +209,34 @@ mod tests {
         assert_eq!(timestamp("[ok] not a stamp"), None);
         assert_eq!(timestamp("[1] nor this"), None);
         assert_eq!(timestamp("plain"), None);
+    }
+
+    #[test]
+    fn syslog_prefixes_tell_the_kernel_from_user_space() {
+        assert_eq!(
+            origin("<6>[    1.5] pci_rig 0000:01:00.0: event probe_done"),
+            Origin::Kernel
+        );
+        assert_eq!(origin("<0>[    1.5] Kernel panic"), Origin::Kernel);
+        // Written to /dev/kmsg: LOG_USER (1) × 8 + level, or another facility.
+        assert_eq!(
+            origin("<14>[    1.5] pci_rig 0000:01:00.0: event probe_done"),
+            Origin::UserLog
+        );
+        assert_eq!(origin("<190>[    1.5] x"), Origin::UserLog);
+        assert_eq!(origin("[    1.5] no prefix"), Origin::Unmarked);
+        assert_eq!(origin("ok 1 bound"), Origin::Unmarked);
+        assert_eq!(origin("<a>[    1.5] not a prefix"), Origin::Unmarked);
+        assert_eq!(origin("<>[    1.5] nor this"), Origin::Unmarked);
+        assert_eq!(strip_timestamp("<6>[    1.234567] hello"), "hello");
+        assert_eq!(timestamp("<12>[    1.234567] hello"), Some(1.234567));
+        let mut u = Untangle::default();
+        assert_eq!(
+            u.push("ok 3 bo<6>[    2.4] pci_rig 0000:01:00.0: event remove_begin"),
+            ["<6>[    2.4] pci_rig 0000:01:00.0: event remove_begin"]
+        );
+        assert_eq!(u.push("und"), ["ok 3 bound"]);
+        assert_eq!(u.push("a <b> [1.x] <7> c"), ["a <b> [1.x] <7> c"]);
     }
 
     #[test]

@@ -39,6 +39,10 @@ pub struct Console {
     pub elapsed: Duration,
     /// The machine that booted.
     pub arch: Arch,
+    /// The kernel was asked to start each record with its syslog prefix
+    /// (`console_msg_format=syslog`), which tells its lines from user
+    /// space's (`console::origin`).
+    pub syslog: bool,
     /// QMP events (DEVICE_DELETED, SHUTDOWN, …) seen during the boot.
     pub events: Vec<serde_json::Value>,
     /// What the host failed to do for the guest (a host action that failed, a device request
@@ -109,7 +113,7 @@ impl Guest<'_> {
             .arg(self.initrd)
             .arg("-append")
             .arg(format!(
-                "console={} panic=-1 {}",
+                "console={} panic=-1 console_msg_format=syslog {}",
                 self.arch.console(),
                 self.cmdline
             ));
@@ -233,6 +237,7 @@ impl Guest<'_> {
         let _ = std::fs::remove_file(&sock);
         Ok(Console {
             arch: self.arch,
+            syslog: true,
             lines,
             timed_out,
             exit: Some(exit),

@@ -3,7 +3,7 @@
 //! and the rules a KUnit boot is judged by (`judge`).
 
 use crate::arch::Arch;
-use crate::guest::console::{strip_timestamp, timestamp};
+use crate::guest::console::{origin, strip_timestamp, timestamp, Origin};
 use crate::judge::ktap::{self, Line, TestResult};
 use std::collections::BTreeMap;
 
@@ -35,8 +35,10 @@ impl Suite {
 pub struct Run {
     pub planned: Option<usize>,
     pub suites: Vec<Suite>,
-    /// Lines that look like KUnit's but carry no printk stamp: user space
-    /// printed them, not the kernel. They count for nothing.
+    /// Lines that look like KUnit's but the kernel did not print: without
+    /// its syslog prefix (written to /dev/kmsg, which stamps them too, or to
+    /// the console), or, on a console without prefixes, without a printk
+    /// stamp. They count for nothing.
     pub foreign: Vec<String>,
 }
 
@@ -46,13 +48,23 @@ fn looks_like_kunit(line: &str) -> bool {
 }
 
 /// Collects the top-level plan and every suite the kernel printed on the
-/// console (lines with a printk stamp).
+/// console: lines with its syslog prefix, or on a console that has none
+/// (the judge fails a boot that asked for them and shows none), lines with a
+/// printk stamp.
 pub fn run(lines: &[String]) -> Run {
     let mut out = Run::default();
     let mut current: Option<Suite> = None;
+    let marked = lines.iter().any(|l| origin(l) != Origin::Unmarked);
+    let by_kernel = |raw: &str| {
+        if marked {
+            origin(raw) == Origin::Kernel
+        } else {
+            timestamp(raw).is_some()
+        }
+    };
     for raw in lines {
         let line = strip_timestamp(raw);
-        if timestamp(raw).is_none() {
+        if !by_kernel(raw) {
             if looks_like_kunit(line) {
                 out.foreign.push(raw.clone());
             }
@@ -169,7 +181,7 @@ pub fn judge(
     let mut problems = Vec::new();
     if let Some(first) = run.foreign.first() {
         problems.push(format!(
-            "{} KUnit-looking lines not printed by the kernel (no printk stamp), the first: `{first}`",
+            "{} KUnit-looking lines not printed by the kernel (not its syslog prefix, or no printk stamp), the first: `{first}`",
             run.foreign.len()
         ));
     }
@@ -441,11 +453,39 @@ mod tests {
         log.push("    ok 1 rust_doctest_kernel_io_rs_0".into());
         let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64).unwrap_err();
         assert!(
-            e.contains("3 KUnit-looking lines not printed by the kernel (no printk stamp), the first: `    # Subtest: rust_doctests_kernel`"),
+            e.contains("3 KUnit-looking lines not printed by the kernel (not its syslog prefix, or no printk stamp), the first: `    # Subtest: rust_doctests_kernel`"),
             "{e}"
         );
         // A whole fake run, with no real one: nothing the kernel printed.
         let e = judge(&unstamped(), EXPECTED_SKIPS, Arch::Arm64).unwrap_err();
+        assert!(e.contains("KUnit printed no suites"), "{e}");
+    }
+
+    #[test]
+    fn with_syslog_prefixes_only_the_kernels_kunit_lines_count() {
+        let marked: Vec<String> = unstamped()
+            .iter()
+            .map(|l| format!("<6>[    1.000000] {l}"))
+            .collect();
+        judge(&marked, EXPECTED_SKIPS, Arch::Arm64).unwrap();
+        // The same suite again, written to /dev/kmsg: stamped, but LOG_USER.
+        let mut log = marked.clone();
+        log.extend(
+            unstamped()[2..5]
+                .iter()
+                .map(|l| format!("<14>[    2.000000] {l}")),
+        );
+        let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64).unwrap_err();
+        assert!(
+            e.contains("KUnit-looking lines not printed by the kernel (not its syslog prefix, or no printk stamp), the first: `<14>"),
+            "{e}"
+        );
+        // Only such lines: the kernel printed no suite.
+        let kmsg: Vec<String> = unstamped()
+            .iter()
+            .map(|l| format!("<14>[    1.000000] {l}"))
+            .collect();
+        let e = judge(&kmsg, EXPECTED_SKIPS, Arch::Arm64).unwrap_err();
         assert!(e.contains("KUnit printed no suites"), "{e}");
     }
 

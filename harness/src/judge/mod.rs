@@ -4,13 +4,14 @@
 
 pub mod accounting;
 pub mod driver;
+pub mod known;
 pub mod ktap;
 pub mod kunit;
 pub mod oracle;
 pub mod phases;
 
 use crate::bench::figures::GuestFigures;
-use crate::guest::console::{self, Splat};
+use crate::guest::console::{self, Origin, Splat};
 use crate::guest::device::{self, Access, Stopped};
 use crate::guest::qemu::Console;
 use crate::guest::{self, GuestRequest, HostAction, DONE, SETTLED};
@@ -63,6 +64,9 @@ pub struct Findings {
     /// Where the boot's time went (`phases`), whatever the verdict.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phases: Option<phases::Phases>,
+    /// Reports of Linux's own that this boot made and `known` excused.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub known: Vec<String>,
 }
 
 impl Findings {
@@ -109,11 +113,19 @@ fn verdict(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
         .iter()
         .map(|l| console::strip_timestamp(l))
         .collect();
-    if let Some((kind, line, excerpt)) = console::first_splat(&c.lines) {
-        return Judgement::fail(
-            Cause::Splat(kind),
-            format!("{}: {line}\n{excerpt}", kind.name()),
-        );
+    // Every report fails the boot, but one Linux itself makes on this
+    // scenario's path (`known`), which is named in the verdict instead.
+    let mut known_findings: Vec<&str> = Vec::new();
+    for (kind, line, excerpt) in console::splats(&c.lines) {
+        match known::known(s, kind, &excerpt) {
+            Some(k) => known_findings.push(k.name),
+            None => {
+                return Judgement::fail(
+                    Cause::Splat(kind),
+                    format!("{}: {line}\n{excerpt}", kind.name()),
+                )
+            }
+        }
     }
     if !c.host_failures.is_empty() {
         return Judgement::fail(
@@ -173,6 +185,12 @@ fn verdict(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
         }
         None => return Judgement::fail(Cause::Host, "QEMU's exit status is unknown".into()),
     }
+    if c.syslog && !c.lines.iter().any(|l| console::origin(l) == Origin::Kernel) {
+        return Judgement::fail(
+            Cause::Checks,
+            "the kernel was asked to mark its lines (console_msg_format=syslog), but no console line carries its <N> prefix: kernel lines cannot be told from user space's".into(),
+        );
+    }
     if matches!(s.check, Check::Kunit) {
         return judge_kunit(c);
     }
@@ -208,8 +226,15 @@ fn verdict(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
             );
         }
     }
+    // Only the kernel's own lines count: user space can write any text.
+    let kernel_text: Vec<&str> = c
+        .lines
+        .iter()
+        .filter(|l| !c.syslog || console::origin(l) == Origin::Kernel)
+        .map(|l| console::strip_timestamp(l))
+        .collect();
     for want in s.kernel_lines {
-        if !text.iter().any(|l| l.contains(want)) {
+        if !kernel_text.iter().any(|l| l.contains(want)) {
             return Judgement::fail(Cause::Checks, format!("the kernel never printed `{want}`"));
         }
     }
@@ -278,6 +303,18 @@ fn verdict(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
             timings.insert("unbind_ms", ms);
         }
     }
+    // Last, so that a lie the device log or the oracle also catches is
+    // judged by them: this catches what they cannot, e.g. a forged `event`.
+    if let Some(forged) = forged_module_line(c) {
+        return Judgement::fail(
+            Cause::Checks,
+            format!("a line in the format of our kernel modules that the kernel did not print (written by user space: {:?}): `{forged}`", console::origin(forged)),
+        );
+    }
+    for name in &known_findings {
+        backed.push_str(&format!("; known finding, judged apart: {name}"));
+    }
+    findings.known = known_findings.iter().map(|n| n.to_string()).collect();
     Judgement {
         verdict: Verdict::Pass,
         cause: None,
@@ -291,6 +328,25 @@ fn verdict(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
         timings,
         findings,
     }
+}
+
+/// The first line in one of our kernel modules' formats (the driver's
+/// `pci_rig <bdf>: …`, `pcirig_platform …`, `rcpufreq-dt: …`) that does not
+/// carry the kernel's syslog prefix, when the console was asked for them.
+fn forged_module_line(c: &Console) -> Option<&str> {
+    if !c.syslog {
+        return None;
+    }
+    c.lines
+        .iter()
+        .filter(|l| console::origin(l) != Origin::Kernel)
+        .find(|l| {
+            let text = console::strip_timestamp(l);
+            driver::driver_text(l).is_some()
+                || text.starts_with("pcirig_platform ")
+                || text.starts_with("rcpufreq-dt: ")
+        })
+        .map(String::as_str)
 }
 
 /// The servers' access logs, in attach order.
@@ -525,6 +581,7 @@ mod tests {
             oracle: None,
             elapsed: Duration::from_millis(1500),
             arch: crate::arch::Arch::Arm64,
+            syslog: false,
             events: vec![],
             phases: Default::default(),
         }
@@ -541,6 +598,118 @@ mod tests {
         "ok 2 rmmod_rust_minimal",
         "pcirig: done",
     ];
+
+    /// `lines` as a console that was asked for syslog prefixes.
+    fn syslog_console(lines: &[&str]) -> Console {
+        Console {
+            syslog: true,
+            ..console(lines, false)
+        }
+    }
+
+    fn as_strs(v: &[String]) -> Vec<&str> {
+        v.iter().map(String::as_str).collect()
+    }
+
+    /// The kernel's lines of `GOOD` with its `<6>` prefix.
+    fn marked(lines: &[&str]) -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| {
+                if l.starts_with('[') {
+                    format!("<6>{l}")
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn under_syslog_prefixes_only_the_kernels_lines_count() {
+        let good = marked(GOOD);
+        let j = judge(&BOOT, &syslog_console(&as_strs(&good)), &[]);
+        assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
+        // Asked for prefixes, none came: nothing could be told apart.
+        let j = judge(&BOOT, &syslog_console(GOOD), &[]);
+        assert_eq!(j.cause, Some(Cause::Checks));
+        assert!(
+            j.reason.contains("no console line carries its <N> prefix"),
+            "{}",
+            j.reason
+        );
+        // A driver line written to /dev/kmsg (LOG_USER: <14>), or to the console.
+        for forged in [
+            "<14>[    0.7] pci_rig 0000:01:00.0: event worker_gave_up reason=Gone accesses=9",
+            "pci_rig 0000:01:00.0: event worker_gave_up reason=Gone accesses=9",
+            "<12>[    0.7] rcpufreq-dt: target_index 1 ok",
+        ] {
+            let mut lines = good.clone();
+            lines.insert(7, forged.to_string());
+            let j = judge(&BOOT, &syslog_console(&as_strs(&lines)), &[]);
+            assert_eq!(j.cause, Some(Cause::Checks), "{forged}: {}", j.reason);
+            assert!(
+                j.reason.contains("that the kernel did not print"),
+                "{}",
+                j.reason
+            );
+            assert!(j.reason.contains(forged), "{}", j.reason);
+        }
+        // A line the kernel must print counts only when the kernel printed it.
+        let aer = |prefix: &str| {
+            let mut lines = good.clone();
+            for want in AER.kernel_lines {
+                lines.insert(
+                    1,
+                    format!("{prefix}[    0.2] pcieport 0000:00:01.0: {want}"),
+                );
+            }
+            lines
+        };
+        let wants_aer = Scenario {
+            kernel_lines: AER.kernel_lines,
+            ..BOOT
+        };
+        let by = |prefix| judge(&wants_aer, &syslog_console(&as_strs(&aer(prefix))), &[]);
+        let j = by("<14>");
+        assert!(
+            j.reason.starts_with("the kernel never printed `AER:"),
+            "{}",
+            j.reason
+        );
+        let j = by("<3>");
+        assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
+    }
+
+    #[test]
+    fn a_known_finding_is_named_and_hides_no_other_report() {
+        let pciehp = Scenario {
+            machine: Machine::Hotplug(Slot::Pciehp),
+            ..BOOT
+        };
+        let mut lines: Vec<&str> = GOOD.to_vec();
+        let at = lines.len() - 2;
+        lines.splice(at..at, known::tests::PCIEHP_REPORT.iter().copied());
+        let j = judge(&pciehp, &console(&lines, false), &[]);
+        assert_eq!(j.verdict, Verdict::Pass, "{}", j.reason);
+        assert!(
+            j.reason
+                .contains("known finding, judged apart: Linux 6.12's pciehp lockdep report"),
+            "{}",
+            j.reason
+        );
+        assert_eq!(j.findings.known.len(), 1);
+        // On a machine without pciehp's unplug, the same report fails.
+        let j = judge(&BOOT, &console(&lines, false), &[]);
+        assert_eq!(j.cause, Some(Cause::Splat(Splat::Lockdep)), "{}", j.reason);
+        // Another report after it still fails the boot.
+        lines.insert(
+            lines.len() - 2,
+            "[    2.0] WARNING: CPU: 1 PID: 9 at drivers/pci/x.c:1 f+0x1/0x2",
+        );
+        let j = judge(&pciehp, &console(&lines, false), &[]);
+        assert_eq!(j.cause, Some(Cause::Splat(Splat::Warning)), "{}", j.reason);
+    }
 
     #[test]
     fn a_clean_boot_passes() {
@@ -1089,6 +1258,7 @@ mod tests {
             oracle: None,
             elapsed: Duration::ZERO,
             arch: crate::arch::Arch::Arm64,
+            syslog: false,
             events,
             phases: Default::default(),
         }

@@ -43,6 +43,17 @@ impl Flavor {
         }
     }
 
+    /// How many times its timeouts a scenario gets on this flavour: the
+    /// debug kernels (KASAN, lockdep, kmemleak's scan at the end) boot and
+    /// run several times slower under TCG (riscv64's surprise took 180 s).
+    pub fn slowdown(&self) -> u32 {
+        if self.extra.iter().any(|e| e == "debug") {
+            3
+        } else {
+            1
+        }
+    }
+
     pub fn name(&self) -> String {
         if self.extra.is_empty() {
             "base".into()

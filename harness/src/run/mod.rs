@@ -47,6 +47,9 @@ pub struct Prepared {
     /// The device-tree machines' platform modules (`guest-kernel/platform`:
     /// `pcirig_platform`, `rcpufreq_dt`), or why there are none.
     pub platform: std::result::Result<Vec<PathBuf>, String>,
+    /// How many times its scenarios' timeouts a boot of this kernel gets
+    /// ([`Flavor::slowdown`]).
+    pub slowdown: u32,
 }
 
 pub fn setup(paths: &Paths, arches: &[Arch]) -> Result<Toolchain> {
@@ -140,6 +143,7 @@ pub fn prepare(
         initrd,
         driver,
         platform,
+        slowdown: flavor.slowdown(),
     })
 }
 
@@ -385,13 +389,19 @@ impl Rig<'_> {
             Check::SelfTest => self.selftest(dir).map(plain),
             Check::CompileFail => self.compile_fail().map(plain),
             Check::IdTable => self.id_table().map(plain),
-            _ => self.boot(s, dir).map(|(c, device, host)| {
-                let mut j = judge::judge(s, &c, &device);
-                if j.verdict == Verdict::Pass {
-                    j.timings.extend(host);
-                }
-                j
-            }),
+            _ => {
+                let s = &Scenario {
+                    timeout: s.timeout * self.p.slowdown,
+                    ..*s
+                };
+                self.boot(s, dir).map(|(c, device, host)| {
+                    let mut j = judge::judge(s, &c, &device);
+                    if j.verdict == Verdict::Pass {
+                        j.timings.extend(host);
+                    }
+                    j
+                })
+            }
         };
         result.unwrap_or_else(|e| Judgement::plain(Verdict::Fail, format!("could not run: {e:#}")))
     }
