@@ -27,7 +27,7 @@ pub struct KnownFinding {
 /// rest of the boot. The ACPI hot-unplug scenarios on x86_64, and unbind,
 /// rebind and modules everywhere, keep lockdep on over our code.
 pub const KNOWN_FINDINGS: &[KnownFinding] = &[KnownFinding {
-    name: "Linux 6.12's pciehp lockdep report (pci_rescan_remove_lock, then ctrl->reset_lock, in pciehp_unconfigure_device)",
+    name: "Linux 6.12's pciehp lockdep report (the cycle of ctrl->reset_lock and pci_rescan_remove_lock at pciehp_unconfigure_device)",
     splat: Splat::Lockdep,
     needles: &[
         "WARNING: possible circular locking dependency detected",
