@@ -12,3 +12,6 @@ cycle() {
 check fifty_cycles cycle
 check unbound unbound
 check no_region_left sh -c '! grep -q pci_rig /proc/iomem'
+# The last binding ended: stay up a while, so that a late access of it (a
+# work item leaked past rmmod) would be in the device's log.
+settle

@@ -11,3 +11,5 @@ settle
 check bind_again bind_dev pci_rig
 check bound_again bound_to pci_rig
 check rmmod_pci_rig rmmod pci_rig
+# The second binding ended too: stay up a while after it as well.
+settle

@@ -386,30 +386,46 @@ fn oracle_check(
     }
 }
 
-/// How long the guest must stay up after the first binding ended, watching
-/// for late device accesses (its `pcirig: settled` mark, written to
-/// /dev/kmsg so that it carries a printk stamp).
+/// How long the guest must stay up after the first and after the last
+/// binding ended, watching for late device accesses (its `pcirig: settled`
+/// mark, written to /dev/kmsg so that it carries a printk stamp). A late
+/// access of a binding in between would land in the next binding, whose
+/// accesses are accounted for one by one.
 const SETTLE_S: f64 = 1.0;
 
-/// The guest stayed up `SETTLE_S` after the first binding ended.
+/// The guest stayed up `SETTLE_S` after the first binding ended and, before
+/// powering off, after the last; returns the shorter of the two.
 fn settled(lines: &[String]) -> Result<f64, String> {
-    let ended = driver::event_at(lines, "worker_stopped")
-        .ok_or("the first binding never ended (no worker_stopped)")?;
-    let t0 = console::timestamp(&lines[ended]).ok_or("worker_stopped has no printk stamp")?;
-    let mark = lines[ended..]
+    let ends: Vec<usize> = lines
         .iter()
-        .find(|l| console::strip_timestamp(l) == SETTLED)
-        .ok_or(format!(
-            "the guest never printed `{SETTLED}` after the binding ended"
+        .enumerate()
+        .filter(|(_, l)| driver::is_event(l, "worker_stopped"))
+        .map(|(i, _)| i)
+        .collect();
+    let (Some(&first), Some(&last)) = (ends.first(), ends.last()) else {
+        return Err("the first binding never ended (no worker_stopped)".into());
+    };
+    let mut shortest = f64::INFINITY;
+    for (which, ended) in [("first", first), ("last", last)] {
+        let t0 = console::timestamp(&lines[ended]).ok_or(format!(
+            "the {which} binding's worker_stopped has no printk stamp"
         ))?;
-    let t1 = console::timestamp(mark).ok_or(format!("`{SETTLED}` has no printk stamp"))?;
-    if t1 - t0 < SETTLE_S {
-        return Err(format!(
-            "the guest settled only {:.2} s after the binding ended ({t0:.3} s to {t1:.3} s), less than {SETTLE_S} s",
-            t1 - t0
-        ));
+        let mark = lines[ended..]
+            .iter()
+            .find(|l| console::strip_timestamp(l) == SETTLED)
+            .ok_or(format!(
+                "the guest never printed `{SETTLED}` after the {which} binding ended"
+            ))?;
+        let t1 = console::timestamp(mark).ok_or(format!("`{SETTLED}` has no printk stamp"))?;
+        if t1 - t0 < SETTLE_S {
+            return Err(format!(
+                "the guest settled only {:.2} s after the {which} binding ended ({t0:.3} s to {t1:.3} s), less than {SETTLE_S} s",
+                t1 - t0
+            ));
+        }
+        shortest = shortest.min(t1 - t0);
     }
-    Ok(t1 - t0)
+    Ok(shortest)
 }
 
 /// The driver did what `want` says, and the device log agrees.
@@ -539,7 +555,7 @@ fn judge_driver(
     if want.settle {
         let s = settled(lines)?;
         summary.push_str(&format!(
-            ", no device access in the {s:.1} s the guest stayed up after the first binding ended"
+            ", no device access in the {s:.1} s the guest stayed up after the first and after the last binding ended"
         ));
     }
     Ok((summary, n))
@@ -1054,11 +1070,35 @@ mod tests {
         );
         let e = judge_unbind(&short, &log).unwrap_err();
         assert!(
-            e.contains("settled only 0.50 s after the binding ended"),
+            e.contains("settled only 0.50 s after the first binding ended"),
             "{e}"
         );
         let e = judge_unbind(&without(&lines, "pcirig: settled"), &log).unwrap_err();
         assert!(e.contains("never printed `pcirig: settled`"), "{e}");
+    }
+
+    #[test]
+    fn the_guest_must_settle_after_the_last_binding_too() {
+        let stop = |t: f64| at(t, "event worker_stopped reason=Refused accesses=3");
+        // rebind before this change: a settle after the first binding only,
+        // the second ended just before poweroff.
+        let mut lines = vec![stop(2.0), at(3.2, "pcirig: settled"), stop(4.0)];
+        let e = settled(&lines).unwrap_err();
+        assert!(
+            e.contains("never printed `pcirig: settled` after the last binding ended"),
+            "{e}"
+        );
+        lines.push(at(4.3, "pcirig: settled"));
+        let e = settled(&lines).unwrap_err();
+        assert!(
+            e.contains("settled only 0.30 s after the last binding ended"),
+            "{e}"
+        );
+        lines.push(at(5.2, "pcirig: settled"));
+        // The first mark after the end counts: still 0.30 s.
+        assert!(settled(&lines).is_err());
+        lines.remove(3);
+        assert!((settled(&lines).unwrap() - 1.2).abs() < 1e-9);
     }
 
     #[test]

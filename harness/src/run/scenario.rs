@@ -199,8 +199,8 @@ pub struct DriverExpect {
     /// The first binding ended with the worker busy: it stopped by itself
     /// for `stop`'s reason, at the right time, and was joined.
     pub busy_unbind: bool,
-    /// The guest stayed up `SETTLE_S` after the first binding ended, so a
-    /// late device access would be in the log.
+    /// The guest stayed up `SETTLE_S` after the first and after the last
+    /// binding ended, so a late device access would be in the log.
     pub settle: bool,
     /// QMP DEVICE_DELETED events for our device.
     pub unplugs: usize,
@@ -367,6 +367,7 @@ pub const MODULES: Scenario = Scenario {
         DriverExpect {
             probes: 50,
             removes: 50,
+            settle: true,
             ..DriverExpect::BOUND
         },
     )
