@@ -18,6 +18,12 @@ use crate::judge::driver::{Actor, Binding};
 /// The register the worker reads.
 const WORKER_READS: u64 = regmap::reg::MAGIC;
 
+/// What the worker's read answers while the device is there (`MAGIC`'s value).
+const MAGIC: u64 = regmap::MAGIC_VALUE as u64;
+
+/// What a read of a device that is gone answers (the `all_ones` knob).
+const ALL_ONES: u64 = 0xffff_ffff;
+
 /// What the accounting matched.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Accounted {
@@ -113,15 +119,25 @@ impl<'a> Log<'a> {
     fn worker_tail(&mut self, b: &Binding, k: usize) -> Result<u64, String> {
         let mut claims = b.later_claims.iter().peekable();
         let mut reads = 0;
+        let mut last_read = None;
         loop {
             let done = claims.peek().is_none() && b.worker_reads.is_some_and(|n| reads == n);
             if done {
-                return Ok(reads);
+                break;
             }
             let Some(a) = self.peek() else { break };
             if claims.peek().is_some_and(|c| c.is(a)) {
                 claims.next();
             } else if is_worker_read(a) && b.worker_reads.is_none_or(|n| reads < n) {
+                // The worker stops at its first all-ones read: every read
+                // before it answered MAGIC.
+                if last_read == Some(ALL_ONES) || !matches!(a.value, Some(MAGIC) | Some(ALL_ONES)) {
+                    return Err(format!(
+                        "binding {k}: the worker's read {} follows an all-ones read or answered neither MAGIC nor all-ones",
+                        show(Some(a))
+                    ));
+                }
+                last_read = a.value;
                 reads += 1;
             } else {
                 return Err(format!(
@@ -140,8 +156,22 @@ impl<'a> Log<'a> {
             ));
         }
         match b.worker_reads {
-            Some(n) if reads != n => Err(format!(
-                "binding {k}: the worker counted {n} MAGIC reads, the device saw {reads}"
+            Some(n) if reads != n => {
+                return Err(format!(
+                    "binding {k}: the worker counted {n} MAGIC reads, the device saw {reads}"
+                ))
+            }
+            Some(_) => {}
+            None => return Ok(reads),
+        }
+        // Why it stopped, by the device's own answer to its last read.
+        match (b.worker_gone, last_read == Some(ALL_ONES)) {
+            (true, false) => Err(format!(
+                "binding {k}: the worker said the device was gone (reason=Gone), but its last read in the device's log answered {}",
+                last_read.map_or("nothing (no read)".into(), |v| format!("0x{v:x}"))
+            )),
+            (false, true) => Err(format!(
+                "binding {k}: the device answered the worker's last read with all-ones, but the worker did not say it was gone"
             )),
             _ => Ok(reads),
         }
@@ -281,6 +311,49 @@ mod tests {
 
     fn check(console: &[&str], log: &[Access]) -> Result<Accounted, String> {
         account(&history(&lines(console))?, &[log])
+    }
+
+    #[test]
+    fn gone_is_backed_by_the_devices_own_answers() {
+        // One binding whose worker read MAGIC, then all-ones, and said Gone.
+        let gone: Vec<String> = REBIND[..8]
+            .iter()
+            .map(|l| l.replace("reason=Refused", "reason=Gone"))
+            .collect();
+        let gone: Vec<&str> = gone.iter().map(String::as_str).collect();
+        let ones: (&str, u64, u64, &str) = ("bar0", 0, 0xffff_ffff, "read");
+        let base = [("config", 4, 6, "write"), MAGIC, ("bar0", 8, 5, "write")];
+        let with = |tail: &[(&str, u64, u64, &str)]| {
+            let mut l = base.to_vec();
+            l.extend_from_slice(tail);
+            log(&l)
+        };
+        let write_reset = ("bar0", 0x50, 1, "write");
+        assert_eq!(
+            check(&gone, &with(&[MAGIC, ones, write_reset]))
+                .unwrap()
+                .worker,
+            2
+        );
+        // The worker's word without the device's all-ones answer.
+        let e = check(&gone, &with(&[MAGIC, MAGIC, write_reset])).unwrap_err();
+        assert!(e.contains("said the device was gone (reason=Gone), but its last read in the device's log answered 0x70726967"), "{e}");
+        // All-ones, and the worker said it was refused instead.
+        let e = check(&REBIND[..8], &with(&[MAGIC, ones, write_reset])).unwrap_err();
+        assert!(
+            e.contains("all-ones, but the worker did not say it was gone"),
+            "{e}"
+        );
+        // A read after all-ones: the worker did not stop at it.
+        let e = check(&gone, &with(&[ones, ones, write_reset])).unwrap_err();
+        assert!(e.contains("follows an all-ones read"), "{e}");
+        // Neither MAGIC nor all-ones.
+        let e = check(
+            &gone,
+            &with(&[("bar0", 0, 0x1234, "read"), ones, write_reset]),
+        )
+        .unwrap_err();
+        assert!(e.contains("answered neither MAGIC nor all-ones"), "{e}");
     }
 
     #[test]

@@ -112,6 +112,8 @@ pub struct Binding {
     /// `event worker_stopped … accesses=N`: the binding ended and its worker,
     /// joined, had read MAGIC N times (reads it does not report one by one).
     pub worker_reads: Option<u64>,
+    /// It stopped because its last read was all-ones (`reason=Gone`).
+    pub worker_gone: bool,
 }
 
 /// How a probe ended.
@@ -219,6 +221,7 @@ pub fn history(lines: &[String]) -> Result<Vec<Actor>, String> {
                 .and_then(|(_, n)| n.split_whitespace().next()?.parse().ok())
                 .ok_or_else(|| format!("no accesses=N in `{line}`"))?;
             binding.worker_reads = Some(n);
+            binding.worker_gone = text.contains("reason=Gone");
         }
     }
     Ok(out)
