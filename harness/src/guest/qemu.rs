@@ -45,6 +45,10 @@ pub struct Console {
     pub syslog: bool,
     /// QMP events (DEVICE_DELETED, SHUTDOWN, …) seen during the boot.
     pub events: Vec<serde_json::Value>,
+    /// When the host injected each AER error the guest asked for (the host's
+    /// CLOCK_MONOTONIC in ns, the clock of the device's access log); filled
+    /// in by the caller of `Guest::run`.
+    pub injected_ns: Vec<u64>,
     /// What the host failed to do for the guest (a host action that failed, a device request
     /// the server refused), each with its reason; filled in by the caller of `Guest::run`.
     pub host_failures: Vec<String>,
@@ -244,6 +248,7 @@ impl Guest<'_> {
             elapsed: started.elapsed(),
             events: std::mem::take(&mut qmp.events),
             host_failures: Vec::new(),
+            injected_ns: Vec::new(),
             oracle: None,
             phases: phases.finish(ms(exited)),
         })

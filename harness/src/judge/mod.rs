@@ -349,6 +349,37 @@ fn forged_module_line(c: &Console) -> Option<&str> {
         .map(String::as_str)
 }
 
+/// After the host injected errors (AER), the driver's worker kept reading
+/// MAGIC, by the device's own log and the host's clock: a binding that
+/// survived in name only (its worker gone quiet) fails. Empty when nothing
+/// was injected.
+fn after_injections(c: &Console, device: &[Stopped]) -> Result<String, String> {
+    let Some(&last) = c.injected_ns.iter().max() else {
+        return Ok(String::new());
+    };
+    let reads = device
+        .iter()
+        .flat_map(|d| &d.log)
+        .filter(|a| {
+            a.time_ns > last
+                && a.kind == device::Kind::Read
+                && a.region == device::Region::Bar0
+                && a.offset == regmap::reg::MAGIC
+                && a.value == Some(u64::from(regmap::MAGIC_VALUE))
+        })
+        .count();
+    if reads == 0 {
+        return Err(format!(
+            "after the last of {} injected errors the device saw no MAGIC read: the worker stopped using it",
+            c.injected_ns.len()
+        ));
+    }
+    Ok(format!(
+        ", {reads} MAGIC reads after the last of {} injected errors",
+        c.injected_ns.len()
+    ))
+}
+
 /// The servers' access logs, in attach order.
 fn logs(device: &[Stopped]) -> Vec<&[Access]> {
     device.iter().map(|d| &d.log[..]).collect()
@@ -499,6 +530,15 @@ fn judge_driver(
     }
     let n = accounting::account(&history, &logs(device))?;
     let seen = oracle_check(c, &history, device)?;
+    // A worker that gave up in a binding that never ended left a bound
+    // driver that no longer uses its device.
+    if r.count("worker_gave_up") > r.count("worker_stopped") {
+        return Err(format!(
+            "a worker gave up while its binding went on (still bound at poweroff): {:?}",
+            r.all("worker_gave_up")
+        ));
+    }
+    let survived = after_injections(c, device)?;
     let refusals = if refused.is_empty() {
         String::new()
     } else {
@@ -518,6 +558,7 @@ fn judge_driver(
         n.worker
     );
     summary.push_str(&seen);
+    summary.push_str(&survived);
     let deleted = c.events.iter().filter(|e| device::deleted(e)).count();
     if deleted != want.unplugs {
         return Err(format!(
@@ -594,6 +635,7 @@ mod tests {
             timed_out,
             exit: Some(ExitStatusExt::from_raw(0)),
             host_failures: vec![],
+            injected_ns: vec![],
             oracle: None,
             elapsed: Duration::from_millis(1500),
             arch: crate::arch::Arch::Arm64,
@@ -1102,6 +1144,42 @@ mod tests {
     }
 
     #[test]
+    fn after_injected_errors_the_worker_must_keep_reading_magic() {
+        let c = |injected_ns: Vec<u64>| Console {
+            injected_ns,
+            ..console_of(&unbind_console(), vec![])
+        };
+        let device = stopped(&unbind_log());
+        assert_eq!(after_injections(&c(vec![]), &device).unwrap(), "");
+        // The log's times are its sequence numbers: MAGIC read #4 came after.
+        assert_eq!(
+            after_injections(&c(vec![1, 3]), &device).unwrap(),
+            ", 1 MAGIC reads after the last of 2 injected errors"
+        );
+        let e = after_injections(&c(vec![4]), &device).unwrap_err();
+        assert!(e.contains("the device saw no MAGIC read"), "{e}");
+    }
+
+    #[test]
+    fn a_worker_that_gave_up_in_a_binding_that_went_on_fails() {
+        let mut lines = unbind_console();
+        let gave_up = lines
+            .iter()
+            .position(|l| l.contains("worker_gave_up"))
+            .unwrap();
+        // A second binding's worker, never joined: it gave up while bound.
+        lines.insert(
+            gave_up + 1,
+            at(2.003, "event worker_gave_up reason=Gone accesses=0"),
+        );
+        let e = judge_unbind(&lines, &unbind_log()).unwrap_err();
+        assert!(
+            e.contains("a worker gave up while its binding went on"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn unbind_fails_when_the_worker_stops_wrongly_or_the_handle_is_kept() {
         let (lines, log) = (unbind_console(), unbind_log());
         let gave_up = lines
@@ -1295,6 +1373,7 @@ mod tests {
             timed_out: false,
             exit: Some(ExitStatusExt::from_raw(0)),
             host_failures: vec![],
+            injected_ns: vec![],
             oracle: None,
             elapsed: Duration::ZERO,
             arch: crate::arch::Arch::Arm64,

@@ -282,6 +282,7 @@ impl Rig<'_> {
         let mut timings = Timings::new();
         let mut line_no = 0;
         let mut armed: Option<crate::judge::oracle::HostArmed> = None;
+        let mut injected_ns = Vec::new();
         let console = g.run(s.timeout, |line, qmp, console_in| {
             let text = console::strip_timestamp(line);
             line_no += 1;
@@ -323,6 +324,11 @@ impl Rig<'_> {
                         unplugged_at = Some(Instant::now());
                     }
                     let result = host_action(action, qmp, bin, &dir, &mut servers, &mut unplugs)
+                        .inspect(|_| {
+                            if matches!(action, HostAction::Aer { .. }) {
+                                injected_ns.push(qemu_device::transport::monotonic_ns());
+                            }
+                        })
                         .unwrap_or_else(|e| {
                             failures.push(format!("{text}: {e:#}"));
                             format!("error: {e:#}")
@@ -354,6 +360,7 @@ impl Rig<'_> {
             }
         })?;
         console.host_failures = failures;
+        console.injected_ns = injected_ns;
         if oracle.is_some() {
             console.oracle = Some(crate::judge::oracle::Log::read(&oracle_log).map(|mut log| {
                 log.host = armed;
