@@ -9,6 +9,8 @@ pub mod host;
 pub mod judge;
 pub mod kernel;
 pub mod run;
+pub mod scenario;
+pub mod verdict;
 
 use anyhow::{bail, Result};
 use std::path::PathBuf;

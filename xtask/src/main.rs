@@ -5,7 +5,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 use harness::arch::Arch;
 use harness::kernel::Flavor;
-use harness::run::scenario;
+use harness::scenario;
 use harness::{bench, run, Paths};
 use std::path::PathBuf;
 use std::process::ExitCode;

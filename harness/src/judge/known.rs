@@ -5,7 +5,7 @@
 //! report still fails the boot.
 
 use crate::guest::console::Splat;
-use crate::run::scenario::{Machine, Scenario, Slot};
+use crate::scenario::{Machine, Scenario, Slot};
 
 pub struct KnownFinding {
     pub name: &'static str,
@@ -58,7 +58,7 @@ pub fn known(s: &Scenario, kind: Splat, excerpt: &str) -> Option<&'static KnownF
 pub(crate) mod tests {
     use super::*;
     use crate::guest::console::{classify, excerpt};
-    use crate::run::scenario::{HOTUNPLUG, HOTUNPLUG_ACPI};
+    use crate::scenario::{HOTUNPLUG, HOTUNPLUG_ACPI};
 
     /// The start of the report as x86_64's irq-unbind printed it.
     pub(crate) const PCIEHP_REPORT: &[&str] = &[

@@ -11,32 +11,19 @@ pub mod oracle;
 pub mod phases;
 
 use crate::bench::figures::GuestFigures;
-use crate::guest::console::{self, Origin, Splat};
+use crate::guest::console::{self, Origin};
 use crate::guest::device::{self, Access, Stopped};
 use crate::guest::qemu::Console;
 use crate::guest::{self, GuestRequest, HostAction, DONE, SETTLED};
-use crate::run::report::{Timings, Verdict};
-use crate::run::scenario::{Check, DriverExpect, Scenario, WorkerStop, STORM_IRQS};
+use crate::scenario::{Check, DriverExpect, Scenario, WorkerStop, STORM_IRQS};
+pub use crate::verdict::Cause;
+use crate::verdict::{Timings, Verdict};
 use accounting::Accounted;
 use ktap::Line;
 use serde::Serialize;
 
 /// Software interrupts each probe's self-test raises (`step irq`).
 const SELFTEST_SOFT_IRQS: usize = 10;
-
-/// Why a boot failed, for callers that check the harness itself.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Cause {
-    Splat(Splat),
-    Timeout,
-    Checks,
-    Unfinished,
-    /// The device server died, or its log contradicts the guest.
-    Device,
-    /// The host could not do what the guest asked (a host action failed, the device refused
-    /// a request), or QEMU itself exited with a failure.
-    Host,
-}
 
 pub struct Judgement {
     pub verdict: Verdict,
@@ -625,7 +612,8 @@ mod tests {
     fn judged(want: &DriverExpect, c: &Console, device: &[Stopped]) -> Result<String, String> {
         judge_driver(want, c, device).map(|(summary, _)| summary)
     }
-    use crate::run::scenario::*;
+    use crate::guest::console::Splat;
+    use crate::scenario::*;
     use std::os::unix::process::ExitStatusExt;
     use std::time::Duration;
 

@@ -3,7 +3,6 @@
 //! arch, writing report.json and junit.xml into a fresh run folder.
 
 pub mod report;
-pub mod scenario;
 mod schedule;
 
 use crate::arch::Arch;
@@ -19,10 +18,10 @@ use crate::judge::driver;
 use crate::judge::{self, Judgement};
 use crate::kernel::modcheck;
 use crate::kernel::{self, Flavor, Kernel};
+use crate::scenario::{self, Check, Scenario};
 use crate::Paths;
 use anyhow::{bail, Context, Result};
 use report::{Outcome, Timings, Verdict};
-use scenario::{Check, Scenario};
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -4,21 +4,11 @@
 use crate::bench::figures::median;
 use crate::judge::phases::Phases;
 use crate::judge::Findings;
+pub use crate::verdict::{Timings, Verdict};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Pass,
-    Fail,
-    Skip,
-}
-
-/// Durations a run measured, in milliseconds, by name (`remove_ms`, …).
-pub type Timings = BTreeMap<&'static str, f64>;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Outcome {

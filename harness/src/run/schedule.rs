@@ -8,8 +8,8 @@
 //! kernel while another arch has a job ready: it takes that job, or builds
 //! an arch nobody builds yet.
 
-use super::scenario::{Check, Scenario, SELFTEST_CASES};
 use crate::arch::Arch;
+use crate::scenario::{Check, Scenario, SELFTEST_CASES};
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::{Condvar, Mutex};
@@ -169,7 +169,7 @@ impl Drop for ReadyOnDrop<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::scenario::{BOOT, HARNESS_SELFTEST, MODULES, PROBE};
+    use crate::scenario::{BOOT, HARNESS_SELFTEST, MODULES, PROBE};
 
     fn history(entries: &[(&str, &str, f64)]) -> BTreeMap<(String, String), f64> {
         entries

@@ -5,13 +5,13 @@
 
 use crate::arch::Arch;
 use crate::guest::console::Splat;
-use crate::judge::Cause;
+use crate::verdict::Cause;
 use std::time::Duration;
 
 /// One scenario's guest script, `images/scenarios/NAME.sh`, built in.
 macro_rules! script {
     ($name:literal) => {
-        include_str!(concat!("../../../images/scenarios/", $name, ".sh"))
+        include_str!(concat!("../../images/scenarios/", $name, ".sh"))
     };
 }
 
