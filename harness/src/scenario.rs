@@ -211,6 +211,10 @@ pub struct DriverExpect {
     /// The device raised software interrupts by itself while bound (`irq_every_us`): each
     /// binding handled at least `STORM_IRQS` beyond its self-test's.
     pub storm: bool,
+    /// The guest printed the driver's line of /proc/interrupts (`pcirig:
+    /// interrupts …`), which must agree with `irq_mode`: an MSI domain's
+    /// name for MSI, none for INTx.
+    pub interrupts_listed: bool,
 }
 
 impl DriverExpect {
@@ -225,6 +229,7 @@ impl DriverExpect {
         stop: WorkerStop::Refused,
         irq_mode: IrqMode::Msi,
         storm: false,
+        interrupts_listed: false,
     };
 
     /// One binding that ended with its worker busy; the guest then settled.
@@ -329,7 +334,10 @@ pub const PROBE: Scenario = driver_scenario(
     "insmod pci_rig: identify and every self-test step pass, the device is bound",
     script!("probe"),
     Machine::Device,
-    DriverExpect::BOUND,
+    DriverExpect {
+        interrupts_listed: true,
+        ..DriverExpect::BOUND
+    },
 );
 pub const MMIO: Scenario = driver_scenario(
     "mmio",
@@ -343,7 +351,10 @@ pub const UNBIND: Scenario = driver_scenario(
     "sysfs unbind: remove runs once, the worker is refused once the binding ended, every device access accounted for, a kept handle is refused",
     script!("unbind"),
     Machine::Device,
-    DriverExpect::ENDED_BUSY,
+    DriverExpect {
+        interrupts_listed: true,
+        ..DriverExpect::ENDED_BUSY
+    },
 );
 pub const REBIND: Scenario = driver_scenario(
     "rebind",
@@ -410,6 +421,7 @@ pub const IRQ_INTX: Scenario = Scenario {
         Machine::Device,
         DriverExpect {
             irq_mode: IrqMode::Intx,
+            interrupts_listed: true,
             ..DriverExpect::ENDED_BUSY
         },
     )

@@ -2,3 +2,4 @@
 check device_present find_dev
 check insmod_pci_rig insmod /lib/modules/pci_rig.ko
 check bound bound_to pci_rig
+check interrupts_listed interrupts

@@ -3,6 +3,7 @@
 check device_present find_dev
 check insmod_pci_rig insmod /lib/modules/pci_rig.ko
 check bound bound_to pci_rig
+check interrupts_listed interrupts
 sleep 1 # let the worker run
 check unbind unbind_dev pci_rig
 check unbound unbound

@@ -15,7 +15,7 @@ use crate::guest::console::{self, Origin};
 use crate::guest::device::{self, Access, Stopped};
 use crate::guest::qemu::Console;
 use crate::guest::{self, GuestRequest, HostAction, DONE, SETTLED};
-use crate::scenario::{Check, DriverExpect, Scenario, WorkerStop, STORM_IRQS};
+use crate::scenario::{Check, DriverExpect, IrqMode, Scenario, WorkerStop, STORM_IRQS};
 pub use crate::verdict::Cause;
 use crate::verdict::{Timings, Verdict};
 use accounting::Accounted;
@@ -336,6 +336,50 @@ fn forged_module_line(c: &Console) -> Option<&str> {
         .map(String::as_str)
 }
 
+/// The driver's lines of /proc/interrupts the guest printed (`pcirig:
+/// interrupts …`) agree with `mode`: the kernel names a PCI MSI domain
+/// (`PCI-MSI-<bdf>`, `GICv2m-PCI-MSI-<bdf>`) for MSI, and an interrupt
+/// controller's pin for INTx (`IO-APIC`, `GIC-0`, and on riscv64 the APLIC,
+/// which forwards its wires as MSIs: `APLIC-MSI-… Level`, not a PCI MSI).
+/// Not the driver's word: the kernel's own table.
+fn listed_as(lines: &[String], mode: IrqMode) -> Result<(), String> {
+    let listed: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| console::strip_timestamp(l).strip_prefix("pcirig: interrupts "))
+        .collect();
+    if listed.is_empty() {
+        return Err("the guest never listed the driver's line of /proc/interrupts".into());
+    }
+    let msi = mode == IrqMode::Msi;
+    match listed.iter().find(|l| l.contains("PCI-MSI") != msi) {
+        Some(l) => Err(format!(
+            "/proc/interrupts lists the driver's interrupt as `{}`, not {}",
+            l.trim(),
+            mode.name()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The software interrupts (`event irq status=0x4 …`) the driver handled in
+/// each binding, in order (a binding runs from one `probe_begin` to the next).
+fn soft_irqs_per_binding(lines: &[String]) -> Vec<usize> {
+    let mut counts = Vec::new();
+    for line in lines {
+        if driver::is_event(line, "probe_begin") {
+            counts.push(0);
+        } else if driver::is_event(line, "irq") {
+            let soft = driver::driver_text(line)
+                .and_then(|t| t.strip_prefix("event irq "))
+                .is_some_and(|rest| rest.starts_with("status=0x4 "));
+            if let (true, Some(n)) = (soft, counts.last_mut()) {
+                *n += 1;
+            }
+        }
+    }
+    counts
+}
+
 /// After the host injected errors (AER), the driver's worker kept reading
 /// MAGIC, by the device's own log and the host's clock: a binding that
 /// survived in name only (its worker gone quiet) fails. Empty when nothing
@@ -480,17 +524,16 @@ fn judge_driver(
         ));
     }
     if want.storm {
-        let soft = r
-            .all("irq")
-            .iter()
-            .filter(|rest| rest.starts_with("status=0x4 "))
-            .count();
-        let least = probes * (SELFTEST_SOFT_IRQS + STORM_IRQS);
-        if soft < least {
+        let per_binding = soft_irqs_per_binding(lines);
+        let least = SELFTEST_SOFT_IRQS + STORM_IRQS;
+        if per_binding.len() != probes || per_binding.iter().any(|&n| n < least) {
             return Err(format!(
-                "the driver handled {soft} software interrupts in {probes} bindings, expected at least {least}: the device's own interrupts did not come"
+                "the driver handled {per_binding:?} software interrupts in its {probes} bindings, expected at least {least} in each: the device's own interrupts did not come"
             ));
         }
+    }
+    if want.interrupts_listed {
+        listed_as(lines, want.irq_mode)?;
     }
     let modes = r.all("irq_mode");
     if modes.len() < probes || modes.iter().any(|m| *m != want.irq_mode.name()) {
@@ -1022,6 +1065,7 @@ mod tests {
     fn unbind_console() -> Vec<String> {
         let mut lines: Vec<String> = probe().iter().map(|t| at(1.0, t)).collect();
         lines.extend([
+            "pcirig: interrupts  25:  12  0  PCI-MSI-0000:01:00.0   0-edge      pci_rig".into(),
             at(2.0, "event remove_begin"),
             at(2.0, "# mmio w bar0 0x50 4 0x1"),
             at(2.001, "event remove_done"),
@@ -1146,6 +1190,43 @@ mod tests {
         );
         let e = after_injections(&c(vec![4]), &device).unwrap_err();
         assert!(e.contains("the device saw no MAGIC read"), "{e}");
+    }
+
+    #[test]
+    fn the_interrupt_type_is_the_kernels_word() {
+        let listed = |l: &str| vec![format!("pcirig: interrupts {l}")];
+        let msi_x86 = " 25:  12  0  PCI-MSI-0000:01:00.0   0-edge      pci_rig";
+        let msi_arm = " 16:  14  0  GICv2m-PCI-MSI-0000:01:00.0   0 Edge      pci_rig";
+        let intx = " 16:  40  0  IO-APIC  16-fasteoi   pci_rig";
+        let intx_riscv = " 11:  15  0  APLIC-MSI-d000000.interrupt-controller  33 Level   -fasteoi   pciehp, pci_rig";
+        assert!(listed_as(&listed(intx_riscv), IrqMode::Intx).is_ok());
+        assert!(listed_as(&listed(intx_riscv), IrqMode::Msi).is_err());
+        assert!(listed_as(&listed(msi_x86), IrqMode::Msi).is_ok());
+        assert!(listed_as(&listed(msi_arm), IrqMode::Msi).is_ok());
+        assert!(listed_as(&listed(intx), IrqMode::Intx).is_ok());
+        // The driver says msi, the kernel's table says a pin (or the reverse).
+        let e = listed_as(&listed(intx), IrqMode::Msi).unwrap_err();
+        assert!(
+            e.contains("lists the driver's interrupt as `16:  40  0  IO-APIC"),
+            "{e}"
+        );
+        assert!(listed_as(&listed(msi_x86), IrqMode::Intx).is_err());
+        let e = listed_as(&[], IrqMode::Msi).unwrap_err();
+        assert!(e.contains("never listed"), "{e}");
+    }
+
+    #[test]
+    fn the_storm_is_counted_per_binding() {
+        let soft = |t: f64| at(t, "event irq status=0x4 handled=1");
+        let mut lines = vec![at(1.0, "event probe_begin")];
+        lines.extend((0..30).map(|i| soft(1.0 + f64::from(i) / 100.0)));
+        lines.push(at(2.0, "event probe_begin"));
+        lines.extend((0..3).map(|i| soft(2.0 + f64::from(i) / 100.0)));
+        lines.push(at(3.0, "event irq status=0x1 handled=1"));
+        // 33 in all would pass a sum over two bindings of at least 2 × 10;
+        // the second binding had 3.
+        assert_eq!(soft_irqs_per_binding(&lines), [30, 3]);
+        assert_eq!(soft_irqs_per_binding(&lines[..1]), [0]);
     }
 
     #[test]
