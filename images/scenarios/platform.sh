@@ -15,7 +15,13 @@ find_node() {
 }
 pbound() { [ -e "$pdrv/$pnode" ]; }
 punbound() { [ ! -e "/sys/bus/platform/devices/$pnode/driver" ]; }
-region_taken() { grep -q pcirig_platform /proc/iomem; }
+# region_taken: the region is in /proc/iomem; its line and the node's
+# device name (its unit address: the node's reg) go to the console for the
+# host to compare with the address the driver says it mapped.
+region_taken() {
+    line=$(grep pcirig_platform /proc/iomem) || return 1
+    echo "pcirig: platform node $pnode iomem $line" > /dev/console
+}
 region_free() { ! grep -q pcirig_platform /proc/iomem; }
 check node_present find_node
 check insmod_pcirig_platform insmod /lib/modules/pcirig_platform.ko

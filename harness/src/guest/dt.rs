@@ -222,7 +222,48 @@ pub fn judge_platform(text: &[&str]) -> Result<String, String> {
             "pcirig_platform did not read the demo node's magic {DEMO_MAGIC} through its mapping: `{l}`"
         ));
     }
-    Ok(", pcirig_platform: probe/remove twice, magic read through Devres<IoMem> each time".into())
+    let at = window(text)?;
+    if let Some(l) = events
+        .iter()
+        .filter(|l| l.contains(": event probe "))
+        .find(|l| !l.contains(&format!(" at={at:#x}")))
+    {
+        return Err(format!(
+            "pcirig_platform says it mapped another address than the node's window at {at:#x}: `{l}`"
+        ));
+    }
+    Ok(format!(
+        ", pcirig_platform: probe/remove twice, magic read through Devres<IoMem> each time, at the node's window {at:#x} (its name and /proc/iomem say so)"
+    ))
+}
+
+/// The demo node's window, as the kernel tells it (not the driver): the
+/// guest prints the node's device name, whose unit address is its `reg`,
+/// and the driver's /proc/iomem line (`pcirig: platform node NAME iomem
+/// START-END : pcirig_platform`), whose start must be the same.
+fn window(text: &[&str]) -> Result<u64, String> {
+    let line = text
+        .iter()
+        .find_map(|l| l.strip_prefix("pcirig: platform node "))
+        .ok_or("the guest never printed the node's name and /proc/iomem line")?;
+    let (node, iomem) = line
+        .split_once(" iomem ")
+        .ok_or_else(|| format!("no iomem part in `{line}`"))?;
+    let hex = |s: &str| u64::from_str_radix(s.trim(), 16).ok();
+    let reg = node
+        .split_once('.')
+        .and_then(|(unit, _)| hex(unit))
+        .ok_or_else(|| format!("the node's name `{node}` has no unit address"))?;
+    let start = iomem
+        .split_once('-')
+        .and_then(|(start, _)| hex(start))
+        .ok_or_else(|| format!("not a /proc/iomem range: `{iomem}`"))?;
+    if start != reg {
+        return Err(format!(
+            "/proc/iomem has pcirig_platform's region at {start:#x}, not at the node's reg {reg:#x}: `{iomem}`"
+        ));
+    }
+    Ok(reg)
 }
 
 /// Judges `cpufreq` from the kernel's lines: the driver's policy covers
@@ -333,21 +374,66 @@ mod tests {
         "pcirig_platform a000000.virtio_mmio: event remove magic=0x74726976",
         "pcirig_platform a000000.virtio_mmio: event probe magic=0x74726976 version=2 device_id=0 vendor=0x554d4551 at=0xa000000",
         "pcirig_platform a000000.virtio_mmio: event remove magic=0x74726976",
+        "pcirig: platform node a000000.virtio_mmio iomem   0a000000-0a0001ff : pcirig_platform",
     ];
+
+    #[test]
+    fn the_window_is_the_nodes_by_the_kernels_account() {
+        assert!(judge_platform(PLATFORM)
+            .unwrap()
+            .contains("window 0xa000000"));
+        // The driver maps (or says it maps) another window.
+        let elsewhere: Vec<String> = PLATFORM
+            .iter()
+            .map(|l| l.replace("at=0xa000000", "at=0xa000200"))
+            .collect();
+        let elsewhere: Vec<&str> = elsewhere.iter().map(String::as_str).collect();
+        let e = judge_platform(&elsewhere).unwrap_err();
+        assert!(
+            e.contains("another address than the node's window at 0xa000000"),
+            "{e}"
+        );
+        // /proc/iomem holds the region elsewhere than the node's reg.
+        let mut moved = PLATFORM.to_vec();
+        moved[4] =
+            "pcirig: platform node a000000.virtio_mmio iomem   0a000200-0a0003ff : pcirig_platform";
+        let e = judge_platform(&moved).unwrap_err();
+        assert!(
+            e.contains("at 0xa000200, not at the node's reg 0xa000000"),
+            "{e}"
+        );
+        // Nothing printed: no account but the driver's.
+        let e = judge_platform(&PLATFORM[..4]).unwrap_err();
+        assert!(e.contains("never printed the node's name"), "{e}");
+    }
 
     #[test]
     fn platform_needs_two_bindings_in_turn_each_reading_the_magic() {
         assert!(judge_platform(PLATFORM).is_ok());
         let e = judge_platform(&PLATFORM[..3]).unwrap_err();
         assert!(e.contains("[\"probe\", \"remove\", \"probe\"]"), "{e}");
-        let swapped = [PLATFORM[0], PLATFORM[2], PLATFORM[1], PLATFORM[3]];
+        let swapped = [
+            PLATFORM[0],
+            PLATFORM[2],
+            PLATFORM[1],
+            PLATFORM[3],
+            PLATFORM[4],
+        ];
         assert!(judge_platform(&swapped).is_err());
         let bad = "pcirig_platform a000000.virtio_mmio: event remove magic=0x0";
-        let e = judge_platform(&[PLATFORM[0], bad, PLATFORM[2], PLATFORM[3]]).unwrap_err();
+        let e =
+            judge_platform(&[PLATFORM[0], bad, PLATFORM[2], PLATFORM[3], PLATFORM[4]]).unwrap_err();
         assert!(e.contains("did not read the demo node's magic"), "{e}");
         let refused = "pcirig_platform a000000.virtio_mmio: event probe_refused magic=0x0 expected=0x74726976";
-        let e = judge_platform(&[refused, PLATFORM[0], PLATFORM[1], PLATFORM[2], PLATFORM[3]])
-            .unwrap_err();
+        let e = judge_platform(&[
+            refused,
+            PLATFORM[0],
+            PLATFORM[1],
+            PLATFORM[2],
+            PLATFORM[3],
+            PLATFORM[4],
+        ])
+        .unwrap_err();
         assert!(e.contains("refused the demo node"), "{e}");
     }
 
