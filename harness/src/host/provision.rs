@@ -105,6 +105,10 @@ fn host_needs(arches: &[Arch]) -> Vec<Need> {
                 need("gcc-aarch64-linux-gnu", "aarch64-linux-gnu-gcc"),
                 // dtc edits QEMU's device tree for the platform and cpufreq scenarios.
                 need("device-tree-compiler", "dtc"),
+                // The debug flavour builds arm64 with clang (KASAN beside Rust).
+                need("clang-14", "/usr/lib/llvm-14/bin/clang"),
+                need("lld-14", "/usr/lib/llvm-14/bin/ld.lld"),
+                need("llvm-14", "/usr/lib/llvm-14/bin/llvm-ar"),
             ]),
             Arch::Riscv64 => v.extend([
                 need("device-tree-compiler", "dtc"),
