@@ -475,17 +475,30 @@ impl Rig<'_> {
             .or(j.reason.lines().next())
             .unwrap_or("")
             .to_string();
-        Ok(
-            if j.cause == Some(case.cause) && j.reason.contains(case.says) {
-                Ok(format!("{}: {first}", s.name))
-            } else {
-                Err(format!(
-                    "{}: wanted {:?} saying `{}`, judged {:?}: {}",
-                    s.name, case.cause, case.says, j.cause, j.reason
-                ))
-            },
-        )
+        Ok(if !set_up_ran(case.set_up, &c.lines) {
+            Err(format!(
+                "{}: its set-up did not run (no console line `{}`), so its verdict proves nothing",
+                s.name,
+                case.set_up.unwrap_or_default()
+            ))
+        } else if j.cause == Some(case.cause) && j.reason.contains(case.says) {
+            Ok(format!("{}: {first}", s.name))
+        } else {
+            Err(format!(
+                "{}: wanted {:?} saying `{}`, judged {:?}: {}",
+                s.name, case.cause, case.says, j.cause, j.reason
+            ))
+        })
     }
+}
+
+/// Whether a selftest guest printed its set-up line (`SelfTestCase::set_up`).
+fn set_up_ran(set_up: Option<&str>, lines: &[String]) -> bool {
+    set_up.is_none_or(|want| {
+        lines
+            .iter()
+            .any(|l| console::strip_timestamp(l).starts_with(want))
+    })
 }
 
 /// One harness-selftest guest's result (`Rig::selftest_case`).
@@ -1022,5 +1035,15 @@ mod tests {
         assert!(parts[0].starts_with("20"), "{id}");
         assert_eq!(parts[1].len(), 6);
         assert_eq!(parts[2], std::process::id().to_string());
+    }
+
+    #[test]
+    fn a_selftest_case_whose_set_up_did_not_run_is_not_counted() {
+        let want = Some("pcirig: devmem ran before arming");
+        let ran = ["pcirig: devmem ran before arming, at 0xb0000000".to_string()];
+        assert!(super::set_up_ran(want, &ran));
+        assert!(super::set_up_ran(None, &[]));
+        let missing = ["pcirig: oracle armed".to_string()];
+        assert!(!super::set_up_ran(want, &missing));
     }
 }
