@@ -548,7 +548,7 @@ const fn broken(
     }
 }
 
-/// The guests `harness-selftest` boots: three broken, four lying (each
+/// The guests `harness-selftest` boots: four broken, four lying (each
 /// lie told from a user-space script, the driver unchanged).
 pub const SELFTEST_CASES: &[SelfTestCase] = &[
     broken(
@@ -591,6 +591,16 @@ pub const SELFTEST_CASES: &[SelfTestCase] = &[
         },
         cause: Cause::Device,
         says: "the device saw 1 access nothing the guest reported accounts for",
+        set_up: None,
+    },
+    SelfTestCase {
+        scenario: Scenario {
+            name: "selftest-master-left",
+            script: script!("selftest-master-left"),
+            ..UNBIND
+        },
+        cause: Cause::Device,
+        says: "never had bus mastering and MSI both off (bus mastering on;",
         set_up: None,
     },
     SelfTestCase {

@@ -34,6 +34,20 @@ pub struct Accounted {
     pub user: usize,
     /// Worker reads (counted ones and, for an open binding, the rest).
     pub worker: u64,
+    /// The bindings that ended (their worker stopped), in order.
+    #[serde(skip)]
+    pub ended: Vec<Ended>,
+}
+
+/// Where in the device's log a binding ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ended {
+    /// The binding's number (from 1).
+    pub binding: usize,
+    /// The device server it used (index in attach order).
+    pub server: usize,
+    /// The number of its last BAR access in that server's log.
+    pub last: u64,
 }
 
 /// Whether `a` is a read the worker makes.
@@ -221,6 +235,14 @@ pub fn account(history: &[Actor], servers: &[&[Access]]) -> Result<Accounted, St
                     n.worker += log.worker_tail(b, k)?;
                     if b.worker_reads.is_none() {
                         open = Some(k);
+                    } else if let Some(last) =
+                        log.at.checked_sub(1).map(|i| log.servers[log.server][i])
+                    {
+                        n.ended.push(Ended {
+                            binding: k,
+                            server: log.server,
+                            last: last.seq,
+                        });
                     }
                 } else if !b.later_claims.is_empty() {
                     return Err(format!(
@@ -365,7 +387,19 @@ mod tests {
                 bindings: 2,
                 driver: 5,
                 user: 0,
-                worker: 3
+                worker: 3,
+                ended: vec![
+                    Ended {
+                        binding: 1,
+                        server: 0,
+                        last: 6
+                    },
+                    Ended {
+                        binding: 2,
+                        server: 0,
+                        last: 9
+                    }
+                ],
             }
         );
     }

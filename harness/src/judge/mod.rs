@@ -3,6 +3,7 @@
 //! splat and a clean poweroff all have to agree.
 
 pub mod accounting;
+pub mod config;
 pub mod driver;
 pub mod known;
 pub mod ktap;
@@ -559,6 +560,7 @@ fn judge_driver(
         ));
     }
     let n = accounting::account(&history, &logs(device))?;
+    let quiesced = config::quiesced(&n.ended, &logs(device))?;
     let seen = oracle_check(c, &history, device)?;
     // A worker that gave up in a binding that never ended left a bound
     // driver that no longer uses its device.
@@ -587,6 +589,11 @@ fn judge_driver(
         n.bindings,
         n.worker
     );
+    if quiesced > 0 {
+        summary.push_str(&format!(
+            ", each of the {quiesced} bindings that ended left the device with bus mastering and MSI off (its config log)"
+        ));
+    }
     summary.push_str(&seen);
     summary.push_str(&survived);
     let deleted = c.events.iter().filter(|e| device::deleted(e)).count();
