@@ -34,9 +34,23 @@ pub struct Accounted {
     pub user: usize,
     /// Worker reads (counted ones and, for an open binding, the rest).
     pub worker: u64,
+    /// Each binding's probe in the device's log, in order.
+    #[serde(skip)]
+    pub probes: Vec<Probe>,
     /// The bindings that ended (their worker stopped), in order.
     #[serde(skip)]
     pub ended: Vec<Ended>,
+}
+
+/// Where in the device's log a binding's probe ran: from its first access
+/// to its last, on one server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Probe {
+    /// The binding's number (from 1).
+    pub binding: usize,
+    pub server: usize,
+    pub first: u64,
+    pub last: u64,
 }
 
 /// Where in the device's log a binding ended.
@@ -230,6 +244,18 @@ pub fn account(history: &[Actor], servers: &[&[Access]]) -> Result<Accounted, St
                         &format!("binding {k}: the driver's probe (access {})", i + 1),
                     )?;
                 }
+                let Some(from) = log.at.checked_sub(b.probe_claims.len()) else {
+                    return Err(format!(
+                        "binding {k}: its probe's accesses span two device servers"
+                    ));
+                };
+                let matched = &log.servers[log.server][from..log.at];
+                n.probes.push(Probe {
+                    binding: k,
+                    server: log.server,
+                    first: matched[0].seq,
+                    last: matched[matched.len() - 1].seq,
+                });
                 n.driver += b.probe_claims.len() + b.later_claims.len();
                 if b.probed {
                     n.worker += log.worker_tail(b, k)?;
@@ -388,6 +414,20 @@ mod tests {
                 driver: 5,
                 user: 0,
                 worker: 3,
+                probes: vec![
+                    Probe {
+                        binding: 1,
+                        server: 0,
+                        first: 2,
+                        last: 3
+                    },
+                    Probe {
+                        binding: 2,
+                        server: 0,
+                        first: 7,
+                        last: 7
+                    }
+                ],
                 ended: vec![
                     Ended {
                         binding: 1,

@@ -3,6 +3,7 @@
 //! splat and a clean poweroff all have to agree.
 
 pub mod accounting;
+pub mod acks;
 pub mod config;
 pub mod driver;
 pub mod known;
@@ -561,6 +562,7 @@ fn judge_driver(
     }
     let n = accounting::account(&history, &logs(device))?;
     let quiesced = config::quiesced(&n.ended, &logs(device))?;
+    let irq_counts = acks::irq_count_is_acks(&n.probes, &logs(device))?;
     let seen = oracle_check(c, &history, device)?;
     // A worker that gave up in a binding that never ended left a bound
     // driver that no longer uses its device.
@@ -589,6 +591,11 @@ fn judge_driver(
         n.bindings,
         n.worker
     );
+    if irq_counts > 0 {
+        summary.push_str(&format!(
+            ", each of the {irq_counts} IRQ_COUNT reads equal to the INT_ACK writes the device saw"
+        ));
+    }
     if quiesced > 0 {
         summary.push_str(&format!(
             ", each of the {quiesced} bindings that ended left the device with bus mastering and MSI off (its config log)"
