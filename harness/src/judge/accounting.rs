@@ -292,20 +292,10 @@ pub fn account(history: &[Actor], servers: &[&[Access]]) -> Result<Accounted, St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::guest::device::Class;
     use crate::judge::driver::history;
 
     fn access(seq: u64, region: &str, offset: u64, value: u64, kind: &str) -> Access {
-        Access {
-            seq,
-            time_ns: seq,
-            region: region.parse().unwrap(),
-            offset,
-            size: 4,
-            value: Some(value),
-            kind: kind.parse().unwrap(),
-            class: Class::Ok,
-        }
+        crate::judge::test_access(seq, region, offset, 4, value, kind)
     }
 
     /// A log from (region, offset, value, kind), numbered in order.

@@ -45,19 +45,9 @@ pub fn irq_count_is_acks(probes: &[Probe], servers: &[&[Access]]) -> Result<usiz
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::guest::device::Class;
 
     fn access(seq: u64, kind: &str, offset: u64, value: u64) -> Access {
-        Access {
-            seq,
-            time_ns: seq,
-            region: Region::Bar0,
-            offset,
-            size: 4,
-            value: Some(value),
-            kind: kind.parse().unwrap(),
-            class: Class::Ok,
-        }
+        crate::judge::test_access(seq, "bar0", offset, 4, value, kind)
     }
 
     /// A probe: RESET, then `acks` interrupts acknowledged, then IRQ_COUNT

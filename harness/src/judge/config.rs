@@ -94,20 +94,8 @@ pub fn quiesced(ended: &[Ended], servers: &[&[Access]]) -> Result<usize, String>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::guest::device::Class;
 
-    fn access(seq: u64, region: &str, offset: u64, size: u32, value: u64, kind: &str) -> Access {
-        Access {
-            seq,
-            time_ns: seq,
-            region: region.parse().unwrap(),
-            offset,
-            size,
-            value: Some(value),
-            kind: kind.parse().unwrap(),
-            class: Class::Ok,
-        }
-    }
+    use crate::judge::test_access as access;
 
     /// Probe: memory and bus mastering on, MSI on; a BAR read; then what
     /// the binding's end writes (`tail`), then a BAR read by the next one.

@@ -660,10 +660,31 @@ fn judge_kunit(c: &Console) -> Judgement {
     }
 }
 
+/// A device log entry for unit tests (its time is its number).
+#[cfg(test)]
+pub(crate) fn test_access(
+    seq: u64,
+    region: &str,
+    offset: u64,
+    size: u32,
+    value: u64,
+    kind: &str,
+) -> Access {
+    Access {
+        seq,
+        time_ns: seq,
+        region: region.parse().unwrap(),
+        offset,
+        size,
+        value: Some(value),
+        kind: kind.parse().unwrap(),
+        class: crate::guest::device::Class::Ok,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::guest::device::{Class, Region};
 
     /// `judge_driver`'s summary alone.
     fn judged(want: &DriverExpect, c: &Console, device: &[Stopped]) -> Result<String, String> {
@@ -1034,16 +1055,7 @@ mod tests {
     }
 
     fn access(seq: u64, offset: u64, value: u64, kind: &str) -> Access {
-        Access {
-            seq,
-            time_ns: seq,
-            region: Region::Bar0,
-            offset,
-            size: 4,
-            value: Some(value),
-            kind: kind.parse().unwrap(),
-            class: Class::Ok,
-        }
+        super::test_access(seq, "bar0", offset, 4, value, kind)
     }
 
     const MAGIC_READ: &str = "# mmio r bar0 0x0 4 0x70726967";
