@@ -31,6 +31,10 @@ use std::process::Command;
 pub const DEMO_COMPATIBLE: &str = "pci-rig,platform-demo";
 /// virtio-mmio's MagicValue ("virt"), which the demo driver reads at offset 0.
 pub const DEMO_MAGIC: &str = "0x74726976";
+/// The length the MMIO oracle watches from the demo node's address: a
+/// virtio-mmio transport's register block (QEMU's `virt` machines space
+/// them 0x200 apart on arm64, 0x1000 on riscv64).
+pub const DEMO_WINDOW_LEN: u64 = 0x200;
 /// The CPUs' OPP table, in kHz, lowest first (the clock starts at the last).
 pub const OPP_KHZ: [u64; 4] = [250_000, 500_000, 750_000, 1_000_000];
 /// The name of the CPUs' clock (debugfs `clk/<name>/clk_rate`).
@@ -136,10 +140,24 @@ pub fn fragment(edit: Edit, nodes: &Nodes) -> Result<String> {
     Ok(s)
 }
 
+/// The demo node's MMIO window (its unit address, [`DEMO_WINDOW_LEN`]),
+/// which `fragment` makes of the last virtio-mmio transport.
+pub fn demo_window(nodes: &Nodes) -> Option<(u64, u64)> {
+    let unit = nodes.virtio_mmio.last()?.rsplit_once('@')?.1;
+    Some((u64::from_str_radix(unit, 16).ok()?, DEMO_WINDOW_LEN))
+}
+
+/// A device tree to boot with, and the MMIO window the oracle watches in
+/// it (the platform demo node's; none for cpufreq).
+pub struct Prepared {
+    pub dtb: PathBuf,
+    pub window: Option<(u64, u64)>,
+}
+
 /// Writes the edited device tree for `edit` into `dir` (QEMU's own as
 /// `qemu.dtb`/`qemu.dts`, ours as `pcirig.dts`/`pcirig.dtb`, the tools'
 /// output in `dt-*.log`) and returns the `.dtb` to boot with.
-pub fn prepare(qemu: &Qemu, arch: Arch, dir: &Path, edit: Edit) -> Result<PathBuf> {
+pub fn prepare(qemu: &Qemu, arch: Arch, dir: &Path, edit: Edit) -> Result<Prepared> {
     if arch == Arch::X86_64 {
         bail!("x86_64 (q35) boots from ACPI: there is no device tree to edit");
     }
@@ -160,10 +178,8 @@ pub fn prepare(qemu: &Qemu, arch: Arch, dir: &Path, edit: Edit) -> Result<PathBu
     )?;
     let source = std::fs::read_to_string(&qemu_dts)?;
     let ours = dir.join("pcirig.dts");
-    std::fs::write(
-        &ours,
-        format!("{source}{}", fragment(edit, &nodes(&source))?),
-    )?;
+    let found = nodes(&source);
+    std::fs::write(&ours, format!("{source}{}", fragment(edit, &found)?))?;
     let dtb = dir.join("pcirig.dtb");
     dtc(
         &["-I", "dts", "-O", "dtb", "-o"],
@@ -171,7 +187,11 @@ pub fn prepare(qemu: &Qemu, arch: Arch, dir: &Path, edit: Edit) -> Result<PathBu
         &ours,
         &dir.join("dt-build.log"),
     )?;
-    Ok(dtb)
+    let window = match edit {
+        Edit::Platform => demo_window(&found),
+        Edit::Cpufreq => None,
+    };
+    Ok(Prepared { dtb, window })
 }
 
 fn dtc(args: &[&str], out: &Path, input: &Path, log: &Path) -> Result<()> {
@@ -237,11 +257,49 @@ pub fn judge_platform(text: &[&str]) -> Result<String, String> {
     ))
 }
 
+/// What pcirig_platform's events say it read through its mapping, in
+/// order, as (offset, value): probe reads MagicValue, Version, DeviceID and
+/// VendorID (0x0, 0x4, 0x8, 0xc) and prints them; remove reads MagicValue.
+pub fn platform_reads(text: &[&str]) -> Result<Vec<(u64, u64)>, String> {
+    let mut reads = Vec::new();
+    for l in text.iter().filter(|l| l.starts_with("pcirig_platform ")) {
+        let Some(event) = l.split(": event ").nth(1) else {
+            continue;
+        };
+        let field = |name: &str| -> Result<u64, String> {
+            let v = event
+                .split(' ')
+                .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
+                .ok_or_else(|| format!("no {name}= in `{l}`"))?;
+            match v.strip_prefix("0x") {
+                Some(hex) => u64::from_str_radix(hex, 16),
+                None => v.parse(),
+            }
+            .map_err(|_| format!("{name}={v} is not a number in `{l}`"))
+        };
+        match event.split(' ').next() {
+            Some("probe") => {
+                for (offset, name) in [
+                    (0, "magic"),
+                    (4, "version"),
+                    (8, "device_id"),
+                    (0xc, "vendor"),
+                ] {
+                    reads.push((offset, field(name)?));
+                }
+            }
+            Some("remove") => reads.push((0, field("magic")?)),
+            _ => {}
+        }
+    }
+    Ok(reads)
+}
+
 /// The demo node's window, as the kernel tells it (not the driver): the
 /// guest prints the node's device name, whose unit address is its `reg`,
 /// and the driver's /proc/iomem line (`pcirig: platform node NAME iomem
 /// START-END : pcirig_platform`), whose start must be the same.
-fn window(text: &[&str]) -> Result<u64, String> {
+pub fn window(text: &[&str]) -> Result<u64, String> {
     let line = text
         .iter()
         .find_map(|l| l.strip_prefix("pcirig: platform node "))
@@ -331,6 +389,38 @@ mod tests {
         \tcpus {\n\t\tcpu-map {\n\t\t\tcluster0 {\n\t\t\t\tcore0 {\n\t\t\t\t};\n\t\t\t};\n\t\t};\n\n\
         \t\tcpu@0 {\n\t\t\treg = <0x00>;\n\t\t};\n\n\t\tcpu@1 {\n\t\t\treg = <0x01>;\n\t\t};\n\t};\n\n\
         \tsoc {\n\t\tplic: interrupt-controller@c000000 {\n\t\t};\n\t\tvirtio_mmio@10008000 {\n\t\t};\n\t};\n};\n";
+
+    #[test]
+    fn the_demo_window_is_the_last_transports_unit_address() {
+        assert_eq!(
+            demo_window(&nodes(DTS)),
+            Some((0x1000_8000, DEMO_WINDOW_LEN))
+        );
+        assert_eq!(demo_window(&Nodes::default()), None);
+    }
+
+    #[test]
+    fn the_drivers_reads_come_from_its_event_lines() {
+        let text = [
+            "pcirig_platform a000000.virtio_mmio: event probe magic=0x74726976 version=2 device_id=0 vendor=0x554d4551 at=0xa000000",
+            "pcirig: something else",
+            "pcirig_platform a000000.virtio_mmio: event remove magic=0x74726976",
+        ];
+        assert_eq!(
+            platform_reads(&text),
+            Ok(vec![
+                (0, 0x7472_6976),
+                (4, 2),
+                (8, 0),
+                (0xc, 0x554d_4551),
+                (0, 0x7472_6976)
+            ])
+        );
+        let bad = ["pcirig_platform a000000.virtio_mmio: event probe magic=0x74726976 version=two"];
+        assert!(platform_reads(&bad)
+            .unwrap_err()
+            .contains("version=two is not a number"));
+    }
 
     #[test]
     fn finds_transports_and_cpus_with_their_paths() {

@@ -257,7 +257,7 @@ fn verdict(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
         }
     }
     let platform = match s.check {
-        Check::Platform => Some(crate::guest::dt::judge_platform(&text)),
+        Check::Platform => Some(judge_platform(c, &text)),
         Check::Cpufreq => Some(crate::guest::dt::judge_cpufreq(&text)),
         _ => None,
     };
@@ -438,6 +438,23 @@ fn account_user_space(c: &Console, device: &[Stopped]) -> Result<(String, Accoun
 }
 
 /// The MMIO oracle's side (`oracle::judge`), when it watched the boot.
+/// `platform`: the kernel's lines (`dt::judge_platform`), then the MMIO
+/// oracle's view of the node's window, when it was loaded.
+fn judge_platform(c: &Console, text: &[&str]) -> Result<String, String> {
+    use crate::guest::dt;
+    let mut summary = dt::judge_platform(text)?;
+    match &c.oracle {
+        None => {}
+        Some(Err(e)) => return Err(format!("MMIO oracle: {e}")),
+        Some(Ok(log)) => {
+            let window = (dt::window(text)?, dt::DEMO_WINDOW_LEN);
+            let reads = dt::platform_reads(text)?;
+            summary.push_str(&oracle::judge_window(log, &c.lines, window, &reads)?);
+        }
+    }
+    Ok(summary)
+}
+
 fn oracle_check(
     c: &Console,
     history: &[driver::Actor],

@@ -70,11 +70,11 @@ pub fn build_plugin(paths: &Paths) -> Result<PathBuf> {
     Ok(paths.root.join("target/release/libmmio_oracle.so"))
 }
 
-/// QEMU's `-plugin` argument: watch `arch`'s windows, log to `out`, armed
-/// once the file `arm` exists.
-pub fn plugin_arg(so: &Path, arch: Arch, out: &Path, arm: &Path) -> String {
+/// QEMU's `-plugin` argument: watch `windows` (start, length), log to
+/// `out`, armed once the file `arm` exists.
+pub fn plugin_arg(so: &Path, windows: &[(u64, u64)], out: &Path, arm: &Path) -> String {
     let mut a = so.display().to_string();
-    for (start, len) in windows(arch) {
+    for (start, len) in windows {
         a.push_str(&format!(",watch={start:#x}+{len:#x}"));
     }
     a.push_str(&format!(",out={},arm={}", out.display(), arm.display()));
@@ -412,6 +412,60 @@ pub fn judge(
         n.driver,
         n.user,
         n.worker
+    ))
+}
+
+/// Judges a device-tree boot from the plugin's side (`platform`): armed in
+/// time, and the accesses it saw in the node's `window` are exactly
+/// `reads` ((offset, value), what the driver's lines say it read, in
+/// order), each a 4-byte read: nothing before the first probe, between a
+/// remove and the next probe, or after the last remove.
+pub fn judge_window(
+    log: &Log,
+    lines: &[String],
+    window: (u64, u64),
+    reads: &[(u64, u64)],
+) -> Result<String, String> {
+    if !log.started {
+        return Err("the MMIO oracle never started (no header in its log)".into());
+    }
+    if !log.complete {
+        return Err("the MMIO oracle's log was cut short (QEMU did not exit normally)".into());
+    }
+    armed_in_time(log, lines, &[])?;
+    let (start, len) = window;
+    let seen: Vec<&Seen> = log
+        .seen
+        .iter()
+        .filter(|s| (start..start + len).contains(&s.addr))
+        .collect();
+    for (i, s) in seen.iter().enumerate() {
+        let want = reads.get(i);
+        let is = (s.addr - start, s.value);
+        if s.kind != Kind::Read || s.size != 4 || want != Some(&is) {
+            return Err(format!(
+                "MMIO oracle (inside QEMU): the node's window at {start:#x} saw, as its access {}, a {}-byte {} at +{:#x} of {:#x}; the driver's lines account for {}",
+                i + 1,
+                s.size,
+                s.kind,
+                is.0,
+                is.1,
+                want.map_or("nothing more".to_string(), |(o, v)| format!(
+                    "a 4-byte read at +{o:#x} of {v:#x}"
+                ))
+            ));
+        }
+    }
+    if seen.len() < reads.len() {
+        let (o, v) = reads[seen.len()];
+        return Err(format!(
+            "MMIO oracle (inside QEMU): the driver's lines say it read +{o:#x} of the node's window at {start:#x} (value {v:#x}), which no vCPU did (the oracle saw {} reads there)",
+            seen.len()
+        ));
+    }
+    Ok(format!(
+        "; the MMIO oracle saw exactly the driver's {} reads of the node's window at {start:#x}, with their values, and nothing else there",
+        seen.len()
     ))
 }
 

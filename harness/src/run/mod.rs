@@ -248,28 +248,34 @@ impl Rig<'_> {
             servers.push(DeviceServer::start(bin, &dir, &sockets)?);
         }
         let mut g = self.guest(s, &dir);
+        let mut node_window = None;
         if let scenario::Machine::DeviceTree(edit) = s.machine {
-            let dtb = crate::guest::dt::prepare(&self.tc.qemu, g.arch, &dir, edit)?;
+            let dt = crate::guest::dt::prepare(&self.tc.qemu, g.arch, &dir, edit)?;
             g.extra_args
-                .extend(["-dtb".into(), dtb.display().to_string()]);
+                .extend(["-dtb".into(), dt.dtb.display().to_string()]);
+            node_window = dt.window;
         }
         if let Some(server) = servers.first() {
             g.extra_args
                 .extend(["-device".into(), server.qemu_device()]);
         }
-        // The oracle watches every boot with our device, except the
-        // benchmark's, whose figures are MMIO costs it would distort.
-        let oracle = self
-            .oracle
-            .filter(|_| s.machine.has_device() && !matches!(s.check, Check::Bench));
+        // The oracle watches the machine's PCI windows in every boot with
+        // our device, except the benchmark's, whose figures are MMIO costs
+        // it would distort; and the platform demo node's window.
+        let windows = if s.machine.has_device() && !matches!(s.check, Check::Bench) {
+            Some(crate::judge::oracle::windows(g.arch).to_vec())
+        } else {
+            node_window.map(|w| vec![w])
+        };
+        let oracle = self.oracle.zip(windows);
         let oracle_log = dir.join(crate::judge::oracle::LOG);
-        if let Some(so) = oracle {
+        if let Some((so, windows)) = &oracle {
             // Armed late: the guest asks once it has booted (images/init).
             let arm = dir.join(crate::judge::oracle::ARM);
             let _ = std::fs::remove_file(&arm);
             g.extra_args.extend([
                 "-plugin".into(),
-                crate::judge::oracle::plugin_arg(so, g.arch, &oracle_log, &arm),
+                crate::judge::oracle::plugin_arg(so, windows, &oracle_log, &arm),
             ]);
             g.cmdline.push(' ');
             g.cmdline.push_str(crate::judge::oracle::CMDLINE);
@@ -353,7 +359,7 @@ impl Rig<'_> {
         }
         let mut console = console.map_err(|e| {
             let stderr = std::fs::read_to_string(dir.join("qemu-stderr.log")).unwrap_or_default();
-            match (oracle, crate::judge::oracle::refused(&stderr)) {
+            match (&oracle, crate::judge::oracle::refused(&stderr)) {
                 (Some(_), Some(why)) => anyhow::anyhow!("{why}"),
                 _ => e,
             }
@@ -465,6 +471,10 @@ impl Rig<'_> {
     /// it was judged fail, or `Err` with how the harness misjudged it.
     fn selftest_case(&self, case: &scenario::SelfTestCase, dir: &Path) -> Result<SelfTestPart> {
         let s = &case.scenario;
+        let arch = self.p.kernel.arch;
+        if !s.machine.arches().contains(&arch) {
+            return Ok(Ok(format!("{}: {NOT_HERE} {arch}", s.name)));
+        }
         let (c, device, _) = self.boot(s, &dir.join(s.name))?;
         let j = judge::judge(s, &c, &device);
         // The line that says why, or the first.
@@ -503,6 +513,8 @@ fn set_up_ran(set_up: Option<&str>, lines: &[String]) -> bool {
 
 /// One harness-selftest guest's result (`Rig::selftest_case`).
 type SelfTestPart = std::result::Result<String, String>;
+/// What a selftest guest whose machine this arch has not says instead.
+const NOT_HERE: &str = "not a machine of";
 /// The same, with when its job started and ended.
 type TimedPart = (SelfTestPart, Instant, Instant);
 
@@ -513,16 +525,21 @@ fn selftest_verdict(results: &[SelfTestPart]) -> (Verdict, String) {
         .filter_map(|r| r.as_ref().err())
         .map(String::as_str)
         .collect();
-    let seen: Vec<&str> = results
+    let (absent, seen): (Vec<&str>, Vec<&str>) = results
         .iter()
         .filter_map(|r| r.as_ref().ok())
         .map(String::as_str)
-        .collect();
+        .partition(|r| r.contains(NOT_HERE));
     if wrong.is_empty() {
+        let absent = if absent.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", absent.join("; "))
+        };
         (
             Verdict::Pass,
             format!(
-                "all {} broken or lying guests judged fail for the right reason; {}",
+                "all {} broken or lying guests judged fail for the right reason{absent}; {}",
                 seen.len(),
                 seen.join("; ")
             ),
@@ -794,9 +811,14 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
     };
     // PCI_RIG_ORACLE=off boots without the plugin (to measure what it costs).
     let oracle_off = std::env::var("PCI_RIG_ORACLE").is_ok_and(|v| v == "off");
-    let oracle_so = match device_bin {
-        Some(_) if !oracle_off => Some(crate::judge::oracle::build_plugin(paths)?),
-        _ => None,
+    let watched = opts.scenarios.iter().any(|s| {
+        s.machine.has_device()
+            || s.machine == scenario::Machine::DeviceTree(crate::guest::dt::Edit::Platform)
+    });
+    let oracle_so = if watched && !oracle_off {
+        Some(crate::judge::oracle::build_plugin(paths)?)
+    } else {
+        None
     };
     let with_driver = opts.scenarios.iter().any(|s| s.needs_driver());
     // Arch-major, as reported.
@@ -1035,6 +1057,25 @@ mod tests {
         assert!(parts[0].starts_with("20"), "{id}");
         assert_eq!(parts[1].len(), 6);
         assert_eq!(parts[2], std::process::id().to_string());
+    }
+
+    #[test]
+    fn a_selftest_guest_not_on_this_arch_is_named_not_counted() {
+        let results = vec![
+            Ok("selftest-hang: timeout".to_string()),
+            Ok(format!(
+                "selftest-platform-late: {} x86_64",
+                super::NOT_HERE
+            )),
+        ];
+        let (v, why) = super::selftest_verdict(&results);
+        assert_eq!(v, super::Verdict::Pass);
+        assert!(why.starts_with("all 1 broken or lying guests judged fail for the right reason (selftest-platform-late: not a machine of x86_64); selftest-hang"), "{why}");
+        let wrong = vec![
+            results[0].clone(),
+            Err("selftest-panic: judged pass".to_string()),
+        ];
+        assert_eq!(super::selftest_verdict(&wrong).0, super::Verdict::Fail);
     }
 
     #[test]

@@ -231,7 +231,7 @@ fn qemus_refusal_becomes_our_error() {
 fn watches_each_machines_pci_windows() {
     let a = plugin_arg(
         Path::new("/p/lib.so"),
-        Arch::Riscv64,
+        windows(Arch::Riscv64),
         Path::new("/b/oracle.jsonl"),
         Path::new("/b/oracle.arm"),
     );
@@ -317,4 +317,79 @@ fn an_unplug_is_the_one_the_host_acted_on_whatever_its_spacing() {
         e.contains("the host unplugged the device (console line 3)"),
         "{e}"
     );
+}
+
+/// The platform demo node at 0xa003e00: two bindings, each probe reading
+/// MagicValue, Version, DeviceID and VendorID, each remove MagicValue.
+const NODE: u64 = 0xa003e00;
+const VIRT: u64 = 0x7472_6976;
+
+fn platform_reads() -> Vec<(u64, u64)> {
+    let binding = [(0, VIRT), (4, 2), (8, 0), (0xc, 0x554d_4551), (0, VIRT)];
+    binding.iter().chain(binding.iter()).copied().collect()
+}
+
+fn platform_log(reads: &[(u64, u64)]) -> Log {
+    let mut seen: Vec<Seen> = reads
+        .iter()
+        .enumerate()
+        .map(|(i, &(o, v))| self::seen(i as u64 + 2, NODE + o, v, "read"))
+        .collect();
+    // Another transport's register, outside the window: not ours.
+    let n = seen.len() as u64;
+    seen.push(self::seen(n + 2, NODE + 0x200, 0, "read"));
+    Log {
+        seen,
+        host: Some(HostArmed {
+            line: 0,
+            device_next_seq: None,
+        }),
+        ..oracle_log()
+    }
+}
+
+#[test]
+fn a_platform_window_holds_exactly_the_drivers_reads() {
+    let window = (NODE, 0x200);
+    let lines = ["pcirig: host arm-oracle".to_string()];
+    let ok = judge_window(
+        &platform_log(&platform_reads()),
+        &lines,
+        window,
+        &platform_reads(),
+    );
+    assert!(ok.unwrap().contains("exactly the driver's 10 reads"));
+    // A read after the last remove (selftest-platform-late).
+    let mut late = platform_reads();
+    late.push((0, VIRT));
+    let e = judge_window(&platform_log(&late), &lines, window, &platform_reads()).unwrap_err();
+    assert!(
+        e.contains("the node's window at 0xa003e00 saw, as its access 11, a 4-byte read at +0x0 of 0x74726976; the driver's lines account for nothing more"),
+        "{e}"
+    );
+    // The driver says it read a value the window never gave.
+    let mut lied = platform_reads();
+    lied[1] = (4, 1);
+    let e = judge_window(&platform_log(&platform_reads()), &lines, window, &lied).unwrap_err();
+    assert!(
+        e.contains("as its access 2, a 4-byte read at +0x4 of 0x2"),
+        "{e}"
+    );
+    // A driver that read nothing there (another window mapped).
+    let e = judge_window(&platform_log(&[]), &lines, window, &platform_reads()).unwrap_err();
+    assert!(
+        e.contains("which no vCPU did (the oracle saw 0 reads there)"),
+        "{e}"
+    );
+    // A write is never the driver's.
+    let mut log = platform_log(&platform_reads());
+    log.seen[9].kind = Kind::Write;
+    assert!(judge_window(&log, &lines, window, &platform_reads()).is_err());
+    // Never armed.
+    let log = Log {
+        armed: None,
+        ..platform_log(&platform_reads())
+    };
+    let e = judge_window(&log, &lines, window, &platform_reads()).unwrap_err();
+    assert!(e.contains("never armed"), "{e}");
 }
