@@ -31,6 +31,8 @@ pub struct KnobUpdate {
     pub wrong_version: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub irq_every_us: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub irq_ignore_enable: Option<bool>,
 }
 
 // Unit-like variants are written `{}` so that deny_unknown_fields covers them too.
@@ -95,6 +97,7 @@ pub fn handle(model: &mut Model, req: Request) -> Value {
                 wrong_id: u.wrong_id.unwrap_or(old.wrong_id),
                 wrong_version: u.wrong_version.unwrap_or(old.wrong_version),
                 irq_every_us: u.irq_every_us.unwrap_or(old.irq_every_us),
+                irq_ignore_enable: u.irq_ignore_enable.unwrap_or(old.irq_ignore_enable),
             };
             match model.set_knobs(new) {
                 Ok(()) => json!({ "ok": true, "knobs": model.knobs() }),

@@ -6,7 +6,7 @@
 //! twice, or not at all, fails whatever the driver prints.
 
 use crate::guest::device::{Access, Kind, Region};
-use crate::judge::accounting::Probe;
+use crate::judge::accounting::{Ended, Probe};
 use regmap::reg::{INT_ACK, IRQ_COUNT, RESET};
 
 /// Whether `a` is a BAR0 access of `kind` to register `offset`.
@@ -40,6 +40,32 @@ pub fn irq_count_is_acks(probes: &[Probe], servers: &[&[Access]]) -> Result<usiz
         }
     }
     Ok(checked)
+}
+
+/// For each binding that ended, how many interrupts its handler
+/// acknowledged after remove()'s RESET (its last RESET): those that came
+/// while the binding ended (`irq_ignore_enable` keeps a device raising).
+pub fn acks_after_reset(probes: &[Probe], ended: &[Ended], servers: &[&[Access]]) -> Vec<usize> {
+    ended
+        .iter()
+        .filter_map(|e| {
+            let p = probes.iter().find(|p| p.binding == e.binding)?;
+            let log = servers.get(e.server).copied().unwrap_or_default();
+            let span: Vec<&Access> = log
+                .iter()
+                .filter(|a| (p.first..=e.last).contains(&a.seq))
+                .collect();
+            let reset = span.iter().rposition(|a| {
+                is(a, Kind::Write, RESET) && a.value == Some(u64::from(regmap::RESET_KEY))
+            })?;
+            Some(
+                span[reset..]
+                    .iter()
+                    .filter(|a| is(a, Kind::Write, INT_ACK))
+                    .count(),
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -81,6 +107,34 @@ mod tests {
         // No IRQ_COUNT read (a probe refused before its irq step): nothing to check.
         let l = &probe(3, 3)[..4];
         assert_eq!(irq_count_is_acks(&span(l), &[l]), Ok(0));
+    }
+
+    #[test]
+    fn acks_after_removes_reset_are_counted_per_ended_binding() {
+        // Probe (#1-#23), then remove()'s RESET (#24) and two more acks.
+        let mut l = probe(10, 10);
+        l.push(access(24, "write", RESET, 1));
+        l.push(access(25, "write", INT_ACK, 4));
+        l.push(access(26, "write", INT_ACK, 4));
+        let probes = [Probe {
+            binding: 1,
+            server: 0,
+            first: 1,
+            last: 23,
+        }];
+        let ended = [Ended {
+            binding: 1,
+            server: 0,
+            last: 26,
+        }];
+        assert_eq!(acks_after_reset(&probes, &ended, &[&l]), [2]);
+        // Ended at the RESET: none after it.
+        let ended = [Ended {
+            binding: 1,
+            server: 0,
+            last: 24,
+        }];
+        assert_eq!(acks_after_reset(&probes, &ended, &[&l]), [0]);
     }
 
     #[test]

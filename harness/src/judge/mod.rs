@@ -608,6 +608,12 @@ fn judge_driver(
         n.bindings,
         n.worker
     );
+    if want.storm {
+        let after = acks::acks_after_reset(&n.probes, &n.ended, &logs(device));
+        summary.push_str(&format!(
+            ", interrupts handled after remove()'s RESET, while each binding ended: {after:?}"
+        ));
+    }
     if irq_counts > 0 {
         summary.push_str(&format!(
             ", each of the {irq_counts} IRQ_COUNT reads equal to the INT_ACK writes the device saw"

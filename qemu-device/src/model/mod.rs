@@ -40,6 +40,9 @@ pub struct Knobs {
     /// Every this many microseconds the device sets INT_STATUS's SOFT bit by itself, as a
     /// write of SOFT to INT_RAISE would (not an access: not logged); 0: never.
     pub irq_every_us: u64,
+    /// Interrupts ignore INT_ENABLE: any latched source raises one, so a driver's RESET (which
+    /// clears INT_ENABLE) no longer silences the device while its binding ends.
+    pub irq_ignore_enable: bool,
 }
 
 /// The largest `latency_ns` the device accepts: 100 ms per access. Larger values are refused,
@@ -283,7 +286,12 @@ impl Model {
 
     /// Recomputes the interrupt line after any state change.
     fn update_irq(&mut self) {
-        let cond = self.regs.int_status & self.regs.int_enable != 0 && !self.knobs.all_ones;
+        let enabled = if self.knobs.irq_ignore_enable {
+            bar0::INT_ALL
+        } else {
+            self.regs.int_enable
+        };
+        let cond = self.regs.int_status & enabled != 0 && !self.knobs.all_ones;
         if cond && !self.irq_condition {
             if self.knobs.drop_irqs {
                 self.counters.irqs_dropped += 1;

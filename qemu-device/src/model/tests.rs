@@ -555,6 +555,25 @@ fn the_device_raises_soft_by_itself_like_int_raise_and_logs_no_access() {
 }
 
 #[test]
+fn irq_ignore_enable_interrupts_after_a_reset() {
+    let mut m = Model::new();
+    set(&mut m, |k| k.irq_ignore_enable = true);
+    // RESET cleared INT_ENABLE; the device interrupts all the same.
+    w32(&mut m, RESET, RESET_KEY);
+    assert_eq!(r32(&mut m, INT_ENABLE), 0);
+    m.raise_soft();
+    assert!(m.intx_asserted());
+    assert_eq!(r32(&mut m, IRQ_COUNT), 1);
+    w32(&mut m, INT_ACK, INT_SOFT);
+    assert!(!m.intx_asserted());
+    // Off again: the same tick is latched, silently.
+    set(&mut m, |k| k.irq_ignore_enable = false);
+    m.raise_soft();
+    assert!(!m.intx_asserted());
+    assert_eq!(r32(&mut m, IRQ_COUNT), 1);
+}
+
+#[test]
 fn irq_every_us_below_the_bound_is_refused_and_zero_is_off() {
     let mut m = Model::new();
     let mut k = m.knobs().clone();
