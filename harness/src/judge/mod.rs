@@ -437,7 +437,6 @@ fn account_user_space(c: &Console, device: &[Stopped]) -> Result<(String, Accoun
     Ok((summary, n))
 }
 
-/// The MMIO oracle's side (`oracle::judge`), when it watched the boot.
 /// `platform`: the kernel's lines (`dt::judge_platform`), then the MMIO
 /// oracle's view of the node's window, when it was loaded.
 fn judge_platform(c: &Console, text: &[&str]) -> Result<String, String> {
@@ -455,6 +454,7 @@ fn judge_platform(c: &Console, text: &[&str]) -> Result<String, String> {
     Ok(summary)
 }
 
+/// The MMIO oracle's side (`oracle::judge`), when it watched the boot.
 fn oracle_check(
     c: &Console,
     history: &[driver::Actor],
