@@ -1,7 +1,7 @@
 //! The control protocol: one JSON object per line in, one per line out (see REGISTERS.md,
 //! "Control socket"). [`handle_line`] is pure; [`serve`] puts it on a Unix socket.
 
-use crate::model::{Knobs, Model};
+use crate::model::{FaultKind, Knobs, Model};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -53,6 +53,13 @@ pub enum Request {
         limit: Option<usize>,
     },
     ResetLog {},
+    /// Arms one fault at the `at`-th BAR access from now (REGISTERS.md, "Faults").
+    ArmFault {
+        kind: FaultKind,
+        at: u64,
+    },
+    Fault {},
+    ClearFault {},
 }
 
 /// What every reply says, whatever the request: whether it was carried out, and if not, why
@@ -127,6 +134,15 @@ pub fn handle(model: &mut Model, req: Request) -> Value {
         Request::ResetLog {} => {
             model.clear_log();
             json!({ "ok": true, "next_seq": model.log().next_seq() })
+        }
+        Request::ArmFault { kind, at } => match model.arm_fault(kind, at) {
+            Ok(()) => json!({ "ok": true, "fault": model.fault() }),
+            Err(e) => Outcome::refused(e),
+        },
+        Request::Fault {} => json!({ "ok": true, "fault": model.fault() }),
+        Request::ClearFault {} => {
+            model.clear_fault();
+            json!({ "ok": true, "fault": model.fault() })
         }
     }
 }
@@ -237,6 +253,38 @@ mod tests {
             assert_eq!(r["ok"], false, "{bad}: {r}");
             assert!(r["error"].is_string());
         }
+    }
+
+    #[test]
+    fn faults_are_armed_shown_and_cleared() {
+        let mut m = Model::new();
+        let r = ask(&mut m, r#"{"cmd":"arm_fault","kind":"vanish","at":2}"#);
+        assert_eq!(r["fault"]["armed"], json!(["vanish", 2]), "{r}");
+        for bad in [
+            r#"{"cmd":"arm_fault","kind":"vanish","at":0}"#,
+            r#"{"cmd":"arm_fault","kind":"melt","at":1}"#,
+            r#"{"cmd":"arm_fault","kind":"vanish"}"#,
+        ] {
+            let r = ask(&mut m, bad);
+            assert_eq!(r["ok"], false, "{bad}: {r}");
+        }
+        assert_eq!(
+            ask(&mut m, r#"{"cmd":"fault"}"#)["fault"]["armed"],
+            json!(["vanish", 2]),
+            "a refused request changes nothing"
+        );
+        let mut b = [0u8; 4];
+        m.read(Region::Bar0, bar0::MAGIC, &mut b, 0).unwrap();
+        m.read(Region::Bar0, bar0::MAGIC, &mut b, 0).unwrap();
+        let r = ask(&mut m, r#"{"cmd":"fault"}"#);
+        assert_eq!(
+            r["fault"]["struck"],
+            json!({"kind":"vanish","at":2,"seq":2})
+        );
+        assert!(m.knobs().all_ones);
+        let r = ask(&mut m, r#"{"cmd":"clear_fault"}"#);
+        assert_eq!(r["fault"]["struck"], Value::Null);
+        assert!(!m.knobs().all_ones, "a vanished device is back");
     }
 
     /// A client that builds requests from these types sends what the device reads, and reads

@@ -2,7 +2,7 @@
 //! interrupt state into eventfd signals. Everything device-like lives in the model.
 
 use crate::control::{lock, Target};
-use crate::model::{Model, Region, BAR0_SIZE, BAR2_SIZE};
+use crate::model::{FaultKind, Model, Region, BAR0_SIZE, BAR2_SIZE};
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
@@ -137,6 +137,17 @@ pub fn tick_soft_irqs(device: &Mutex<Device>) {
     }
 }
 
+/// A `die` fault struck: the access is never answered. The process stops as on SIGTERM (the
+/// binary's signal thread writes the access log, the struck access in it, and exits).
+fn die() -> ! {
+    log::warn!("a die fault struck: exiting without answering");
+    // SAFETY: kill only sends a signal; getpid cannot fail.
+    unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
 fn signal(fd: &File) {
     // An eventfd takes an 8-byte count. It can only fail if the counter would overflow,
     // and then QEMU has a signal pending anyway.
@@ -173,16 +184,22 @@ impl Backend {
         f: impl FnOnce(&mut Model, Region, u64) -> Result<(), crate::model::AccessError>,
     ) -> io::Result<()> {
         let region = region_of(index)?;
-        let (result, latency) = {
+        let (result, latency, dies) = {
             let mut d = lock(&self.0);
+            let seq = d.model.log().next_seq();
             let result = f(&mut d.model, region, monotonic_ns());
             d.sync_irqs();
             let latency = match region {
                 Region::Config => 0,
                 _ => d.model.knobs().latency_ns,
             };
-            (result, latency)
+            let dies = matches!(d.model.fault().struck,
+                Some(s) if s.kind == FaultKind::Die && s.seq == seq);
+            (result, latency, dies)
         };
+        if dies {
+            die();
+        }
         // Sleep without the lock, so the control socket stays responsive.
         if latency > 0 {
             std::thread::sleep(Duration::from_nanos(latency));

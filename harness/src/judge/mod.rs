@@ -702,6 +702,7 @@ pub(crate) fn test_access(
         value: Some(value),
         kind: kind.parse().unwrap(),
         class: crate::guest::device::Class::Ok,
+        fault: None,
     }
 }
 

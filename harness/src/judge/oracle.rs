@@ -281,6 +281,7 @@ pub fn to_device(seen: &[Seen], bars: &[Bar]) -> Vec<Access> {
                 kind: s.kind,
                 // The plugin does not classify; nothing reads an oracle entry's class.
                 class: Class::Ok,
+                fault: None,
             })
         })
         .collect()

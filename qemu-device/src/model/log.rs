@@ -41,6 +41,8 @@ pub enum Class {
     OutOfRange,
     /// The all-ones knob was set: reads return all-ones, writes drop.
     Removed,
+    /// An `error` fault struck: the read returned its value inverted, the write dropped.
+    Corrupted,
 }
 
 /// The names below are the ones the access log's JSON uses (serde's `snake_case`), for messages
@@ -91,6 +93,7 @@ names!(Class {
     BadSize => "bad_size",
     OutOfRange => "out_of_range",
     Removed => "removed",
+    Corrupted => "corrupted",
 });
 
 /// One access as the device saw it.
@@ -107,6 +110,9 @@ pub struct Access {
     pub value: Option<u64>,
     pub kind: Kind,
     pub class: Class,
+    /// The armed fault struck this access (REGISTERS.md, "Faults").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<super::FaultKind>,
 }
 
 /// Everything counted since the device was created (or since `reset_counters`).
@@ -126,6 +132,7 @@ pub struct Counters {
     pub bad_size: u64,
     pub out_of_range: u64,
     pub removed: u64,
+    pub corrupted: u64,
     /// Doorbell writes that started an operation.
     pub commands: u64,
     /// Operations that completed with the ERROR bit.
@@ -163,6 +170,7 @@ impl Counters {
             Class::BadSize => &mut self.bad_size,
             Class::OutOfRange => &mut self.out_of_range,
             Class::Removed => &mut self.removed,
+            Class::Corrupted => &mut self.corrupted,
         };
         *slot += 1;
     }

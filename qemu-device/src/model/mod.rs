@@ -4,11 +4,13 @@
 pub mod bar0;
 pub mod config;
 mod crc32;
+pub mod fault;
 mod log;
 
 pub use bar0::Registers;
 pub use config::ConfigSpace;
 pub use crc32::crc32;
+pub use fault::{FaultKind, FaultState, Strike};
 pub use log::{Access, AccessLog, Class, Counters, Kind, Region};
 
 use serde::{Deserialize, Serialize};
@@ -110,6 +112,7 @@ pub struct Model {
     irq_edges: u64,
     log: AccessLog,
     counters: Counters,
+    fault: FaultState,
 }
 
 impl Default for Model {
@@ -134,6 +137,7 @@ impl Model {
             irq_edges: 0,
             log: AccessLog::new(capacity),
             counters: Counters::default(),
+            fault: FaultState::default(),
         }
     }
 
@@ -146,13 +150,14 @@ impl Model {
         now_ns: u64,
     ) -> Result<(), AccessError> {
         data.fill(0);
+        let fault = self.strike(region, offset, data.len());
         let class = if !in_range(region, offset, data.len()) {
             Class::OutOfRange
         } else if self.knobs.all_ones {
             data.fill(0xff);
             Class::Removed
         } else {
-            match region {
+            let class = match region {
                 Region::Config => {
                     let line = self.irq_line;
                     self.config.read(offset as usize, data, line);
@@ -164,9 +169,15 @@ impl Model {
                     data.copy_from_slice(&self.window[o..o + data.len()]);
                     Class::Ok
                 }
+            };
+            if fault == Some(FaultKind::Error) {
+                data.iter_mut().for_each(|b| *b = !*b);
+                Class::Corrupted
+            } else {
+                class
             }
         };
-        self.record(now_ns, region, offset, data, Kind::Read, class)
+        self.record(now_ns, region, offset, data, Kind::Read, class, fault)
     }
 
     /// Writes `data` to `region` at `offset`, at time `now_ns`.
@@ -177,8 +188,11 @@ impl Model {
         data: &[u8],
         now_ns: u64,
     ) -> Result<(), AccessError> {
+        let fault = self.strike(region, offset, data.len());
         let class = if !in_range(region, offset, data.len()) {
             Class::OutOfRange
+        } else if fault == Some(FaultKind::Error) {
+            Class::Corrupted
         } else if self.knobs.all_ones {
             Class::Removed
         } else {
@@ -195,7 +209,7 @@ impl Model {
                 }
             }
         };
-        self.record(now_ns, region, offset, data, Kind::Write, class)
+        self.record(now_ns, region, offset, data, Kind::Write, class, fault)
     }
 
     fn bar0_read(&mut self, offset: u64, data: &mut [u8]) -> Class {
@@ -245,6 +259,21 @@ impl Model {
         }
     }
 
+    /// Counts a BAR access inside its region for the armed fault; the kind, if it strikes this
+    /// one. A vanishing device is gone from this very access on.
+    fn strike(&mut self, region: Region, offset: u64, len: usize) -> Option<FaultKind> {
+        if region == Region::Config || !in_range(region, offset, len) {
+            return None;
+        }
+        let kind = self.fault.count(self.log.next_seq())?;
+        if kind == FaultKind::Vanish {
+            self.knobs.all_ones = true;
+            self.update_irq();
+        }
+        Some(kind)
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn record(
         &mut self,
         time_ns: u64,
@@ -253,6 +282,7 @@ impl Model {
         data: &[u8],
         kind: Kind,
         class: Class,
+        fault: Option<FaultKind>,
     ) -> Result<(), AccessError> {
         self.counters.count(region, kind, class);
         let value = (data.len() <= 8).then(|| {
@@ -269,6 +299,7 @@ impl Model {
             value,
             kind,
             class,
+            fault,
         });
         self.counters.log_overflow += u64::from(overflow);
         match class {
@@ -322,6 +353,32 @@ impl Model {
     pub fn device_reset(&mut self) {
         self.soft_reset();
         self.config = ConfigSpace::new();
+    }
+
+    /// Arms one fault at the `at`-th BAR access from now (1: the next one), replacing any armed
+    /// one and forgetting the last strike.
+    pub fn arm_fault(&mut self, kind: FaultKind, at: u64) -> Result<(), String> {
+        if at == 0 {
+            return Err("a fault strikes at access 1 or later (`at` counts from 1)".into());
+        }
+        self.fault = FaultState {
+            armed: Some((kind, at)),
+            ..FaultState::default()
+        };
+        Ok(())
+    }
+
+    pub fn fault(&self) -> &FaultState {
+        &self.fault
+    }
+
+    /// Disarms the fault and undoes what a strike left: a vanished device answers again.
+    pub fn clear_fault(&mut self) {
+        if matches!(self.fault.struck, Some(s) if s.kind == FaultKind::Vanish) {
+            self.knobs.all_ones = false;
+            self.update_irq();
+        }
+        self.fault = FaultState::default();
     }
 
     pub fn knobs(&self) -> &Knobs {

@@ -485,6 +485,7 @@ fn log_records_every_access_in_order() {
             value: Some(7),
             kind: Kind::Write,
             class: Class::Ok,
+            fault: None,
         }
     );
     assert_eq!(
@@ -606,4 +607,71 @@ fn display_names_are_the_log_names() {
     assert_eq!("bar2".parse(), Result::<Region, String>::Ok(Region::Bar2));
     let e = "bar1".parse::<Region>().unwrap_err();
     assert_eq!(e, r#""bar1" is no Region; one of: config, bar0, bar2"#);
+}
+
+#[test]
+fn a_fault_strikes_at_the_nth_bar_access_counted_from_arming() {
+    let mut m = Model::new();
+    r32(&mut m, MAGIC);
+    assert!(
+        m.arm_fault(FaultKind::Vanish, 0).is_err(),
+        "at counts from 1"
+    );
+    m.arm_fault(FaultKind::Vanish, 3).unwrap();
+    assert_eq!(r32(&mut m, MAGIC), MAGIC_VALUE);
+    cfg32(&mut m, 0); // config space is not counted
+    w32(&mut m, SCRATCH, 5);
+    let _ = m.read(Region::Bar0, BAR0_SIZE, &mut [0; 4], 0); // nor an access past the end
+    assert_eq!(m.fault().counted, 2);
+    assert_eq!(r32(&mut m, MAGIC), u32::MAX, "vanished at the third");
+    let struck = m.fault().struck.unwrap();
+    assert_eq!((struck.kind, struck.at), (FaultKind::Vanish, 3));
+    let log: Vec<_> = m.log().since(0).cloned().collect();
+    let hit = log.iter().find(|a| a.fault.is_some()).unwrap();
+    assert_eq!((hit.seq, hit.class), (struck.seq, Class::Removed));
+    assert_eq!(log.iter().filter(|a| a.fault.is_some()).count(), 1);
+    assert_eq!(m.fault().armed, None, "one strike per arming");
+    assert_eq!(cfg32(&mut m, 0), u32::MAX, "gone from config space too");
+    m.clear_fault();
+    assert_eq!(r32(&mut m, SCRATCH), 5, "back, as it was");
+    assert_eq!(m.fault(), &FaultState::default());
+}
+
+#[test]
+fn an_error_fault_corrupts_one_access() {
+    let mut m = Model::new();
+    m.arm_fault(FaultKind::Error, 1).unwrap();
+    assert_eq!(r32(&mut m, MAGIC), !MAGIC_VALUE);
+    assert_eq!(r32(&mut m, MAGIC), MAGIC_VALUE, "the next one is right");
+    m.arm_fault(FaultKind::Error, 2).unwrap();
+    w32(&mut m, SCRATCH, 1);
+    w32(&mut m, SCRATCH, 2);
+    assert_eq!(r32(&mut m, SCRATCH), 1, "the struck write dropped");
+    let log: Vec<_> = m.log().since(0).cloned().collect();
+    let struck: Vec<_> = log.iter().filter(|a| a.fault.is_some()).collect();
+    assert_eq!(struck.len(), 2);
+    assert_eq!(
+        struck[0].value,
+        Some(u64::from(!MAGIC_VALUE)),
+        "logged as answered"
+    );
+    assert_eq!(
+        (struck[1].class, struck[1].value),
+        (Class::Corrupted, Some(2))
+    );
+    assert_eq!(m.counters().corrupted, 2);
+}
+
+#[test]
+fn die_unplug_and_aer_strikes_are_only_recorded_by_the_model() {
+    for kind in [FaultKind::Die, FaultKind::Unplug, FaultKind::Aer] {
+        let mut m = Model::new();
+        m.arm_fault(kind, 1).unwrap();
+        assert_eq!(r32(&mut m, MAGIC), MAGIC_VALUE, "{kind}");
+        assert_eq!(m.fault().struck.map(|s| s.kind), Some(kind));
+        assert_eq!(m.log().since(0).next().unwrap().fault, Some(kind));
+    }
+    assert!("vanish".parse::<FaultKind>().is_ok());
+    let e = "vanished".parse::<FaultKind>().unwrap_err();
+    assert!(e.contains("one of: vanish, error, die, unplug, aer"), "{e}");
 }
