@@ -57,6 +57,9 @@ pub enum Request {
     ArmFault {
         kind: FaultKind,
         at: u64,
+        /// Count BAR writes only.
+        #[serde(default)]
+        writes: bool,
     },
     Fault {},
     ClearFault {},
@@ -135,7 +138,7 @@ pub fn handle(model: &mut Model, req: Request) -> Value {
             model.clear_log();
             json!({ "ok": true, "next_seq": model.log().next_seq() })
         }
-        Request::ArmFault { kind, at } => match model.arm_fault(kind, at) {
+        Request::ArmFault { kind, at, writes } => match model.arm_fault(kind, at, writes) {
             Ok(()) => json!({ "ok": true, "fault": model.fault() }),
             Err(e) => Outcome::refused(e),
         },

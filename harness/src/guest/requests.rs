@@ -10,12 +10,23 @@ pub const DONE: &str = "pcirig: done";
 /// /dev/kmsg so that it carries a printk stamp.
 pub const SETTLED: &str = "pcirig: settled";
 
+/// The host's answer on the guest's console to a `device-sync` request the device carried out.
+pub const DEVICE_DONE: &str = "pcirig-device-done";
+/// The same, when it could not be carried out.
+pub const DEVICE_FAILED: &str = "pcirig-device-failed";
+
 /// What a guest's line asks of the host.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GuestRequest<'a> {
     /// `pcirig: device {json}`: a control request for the device server
-    /// attached now; `pcirig: device-error {json}`: one it must refuse.
-    Device { json: &'a str, must_refuse: bool },
+    /// attached now; `pcirig: device-error {json}`: one it must refuse;
+    /// `pcirig: device-sync {json}`: one whose outcome the guest waits for
+    /// on its console (`DEVICE_DONE`, or `DEVICE_FAILED`).
+    Device {
+        json: &'a str,
+        must_refuse: bool,
+        answer: bool,
+    },
     /// `pcirig: host ACTION`: something done to the machine.
     Host(HostAction<'a>),
 }
@@ -41,17 +52,18 @@ impl<'a> GuestRequest<'a> {
     /// The request on a console line (timestamp stripped), if it is one;
     /// an error for a `pcirig: host` line the host cannot understand.
     pub fn parse(text: &'a str) -> Option<Result<Self, String>> {
-        if let Some(json) = text.strip_prefix("pcirig: device ") {
-            return Some(Ok(GuestRequest::Device {
-                json,
-                must_refuse: false,
-            }));
-        }
-        if let Some(json) = text.strip_prefix("pcirig: device-error ") {
-            return Some(Ok(GuestRequest::Device {
-                json,
-                must_refuse: true,
-            }));
+        for (prefix, must_refuse, answer) in [
+            ("pcirig: device ", false, false),
+            ("pcirig: device-error ", true, false),
+            ("pcirig: device-sync ", false, true),
+        ] {
+            if let Some(json) = text.strip_prefix(prefix) {
+                return Some(Ok(GuestRequest::Device {
+                    json,
+                    must_refuse,
+                    answer,
+                }));
+            }
         }
         let action = text.strip_prefix("pcirig: host ")?.trim();
         let words: Vec<&str> = action.split_whitespace().collect();
@@ -85,14 +97,24 @@ mod tests {
             p(r#"pcirig: device {"cmd":"ping"}"#),
             Some(Ok(GuestRequest::Device {
                 json: r#"{"cmd":"ping"}"#,
-                must_refuse: false
+                must_refuse: false,
+                answer: false
+            }))
+        );
+        assert_eq!(
+            p(r#"pcirig: device-sync {"cmd":"fault"}"#),
+            Some(Ok(GuestRequest::Device {
+                json: r#"{"cmd":"fault"}"#,
+                must_refuse: false,
+                answer: true
             }))
         );
         assert_eq!(
             p("pcirig: device-error {}"),
             Some(Ok(GuestRequest::Device {
                 json: "{}",
-                must_refuse: true
+                must_refuse: true,
+                answer: false
             }))
         );
         let host = |a| Some(Ok(GuestRequest::Host(a)));

@@ -12,6 +12,7 @@ use crate::guest::image;
 use crate::guest::qemu;
 use crate::guest::qemu::{Console, Guest};
 use crate::guest::qmp::Qmp;
+use crate::guest::requests::{DEVICE_DONE, DEVICE_FAILED};
 use crate::guest::{GuestRequest, HostAction};
 use crate::host::provision::{self, Toolchain};
 use crate::judge::driver;
@@ -297,8 +298,18 @@ impl Rig<'_> {
                     failures.push(format!("`{text}`: {e}"));
                     writeln!(actions, "{text} -> error: {e}")?;
                 }
-                Some(Ok(GuestRequest::Device { json, must_refuse })) => {
+                Some(Ok(GuestRequest::Device {
+                    json,
+                    must_refuse,
+                    answer,
+                })) => {
                     let (logged, failure) = device_request(servers.last(), json, must_refuse);
+                    if answer {
+                        let done = failure.is_none();
+                        let says = if done { DEVICE_DONE } else { DEVICE_FAILED };
+                        writeln!(console_in, "{says}")?;
+                        console_in.flush()?;
+                    }
                     failures.extend(failure);
                     writeln!(actions, "{json} -> {logged}")?;
                 }

@@ -75,6 +75,10 @@ pub struct Strike {
 pub struct FaultState {
     /// Armed and not struck yet: the kind and the access number it strikes at.
     pub armed: Option<(FaultKind, u64)>,
+    /// Only writes are counted (e.g. to strike a driver's first write after arming, whatever
+    /// reads its other threads make meanwhile).
+    #[serde(default)]
+    pub writes: bool,
     /// BAR accesses counted since the last arming.
     pub counted: u64,
     /// The last strike since the last arming.
@@ -83,8 +87,11 @@ pub struct FaultState {
 
 impl FaultState {
     /// Counts one BAR access that will get log number `seq`; the kind, if the fault strikes it.
-    pub(super) fn count(&mut self, seq: u64) -> Option<FaultKind> {
+    pub(super) fn count(&mut self, seq: u64, write: bool) -> Option<FaultKind> {
         let (kind, at) = self.armed?;
+        if self.writes && !write {
+            return None;
+        }
         self.counted += 1;
         if self.counted != at {
             return None;

@@ -150,7 +150,7 @@ impl Model {
         now_ns: u64,
     ) -> Result<(), AccessError> {
         data.fill(0);
-        let fault = self.strike(region, offset, data.len());
+        let fault = self.strike(region, offset, data.len(), Kind::Read);
         let class = if !in_range(region, offset, data.len()) {
             Class::OutOfRange
         } else if self.knobs.all_ones {
@@ -188,7 +188,7 @@ impl Model {
         data: &[u8],
         now_ns: u64,
     ) -> Result<(), AccessError> {
-        let fault = self.strike(region, offset, data.len());
+        let fault = self.strike(region, offset, data.len(), Kind::Write);
         let class = if !in_range(region, offset, data.len()) {
             Class::OutOfRange
         } else if fault == Some(FaultKind::Error) {
@@ -261,11 +261,11 @@ impl Model {
 
     /// Counts a BAR access inside its region for the armed fault; the kind, if it strikes this
     /// one. A vanishing device is gone from this very access on.
-    fn strike(&mut self, region: Region, offset: u64, len: usize) -> Option<FaultKind> {
+    fn strike(&mut self, region: Region, offset: u64, len: usize, kind: Kind) -> Option<FaultKind> {
         if region == Region::Config || !in_range(region, offset, len) {
             return None;
         }
-        let kind = self.fault.count(self.log.next_seq())?;
+        let kind = self.fault.count(self.log.next_seq(), kind == Kind::Write)?;
         if kind == FaultKind::Vanish {
             self.knobs.all_ones = true;
             self.update_irq();
@@ -355,14 +355,15 @@ impl Model {
         self.config = ConfigSpace::new();
     }
 
-    /// Arms one fault at the `at`-th BAR access from now (1: the next one), replacing any armed
-    /// one and forgetting the last strike.
-    pub fn arm_fault(&mut self, kind: FaultKind, at: u64) -> Result<(), String> {
+    /// Arms one fault at the `at`-th BAR access (or write, with `writes`) from now (1: the next
+    /// one), replacing any armed one and forgetting the last strike.
+    pub fn arm_fault(&mut self, kind: FaultKind, at: u64, writes: bool) -> Result<(), String> {
         if at == 0 {
             return Err("a fault strikes at access 1 or later (`at` counts from 1)".into());
         }
         self.fault = FaultState {
             armed: Some((kind, at)),
+            writes,
             ..FaultState::default()
         };
         Ok(())

@@ -614,10 +614,10 @@ fn a_fault_strikes_at_the_nth_bar_access_counted_from_arming() {
     let mut m = Model::new();
     r32(&mut m, MAGIC);
     assert!(
-        m.arm_fault(FaultKind::Vanish, 0).is_err(),
+        m.arm_fault(FaultKind::Vanish, 0, false).is_err(),
         "at counts from 1"
     );
-    m.arm_fault(FaultKind::Vanish, 3).unwrap();
+    m.arm_fault(FaultKind::Vanish, 3, false).unwrap();
     assert_eq!(r32(&mut m, MAGIC), MAGIC_VALUE);
     cfg32(&mut m, 0); // config space is not counted
     w32(&mut m, SCRATCH, 5);
@@ -640,10 +640,10 @@ fn a_fault_strikes_at_the_nth_bar_access_counted_from_arming() {
 #[test]
 fn an_error_fault_corrupts_one_access() {
     let mut m = Model::new();
-    m.arm_fault(FaultKind::Error, 1).unwrap();
+    m.arm_fault(FaultKind::Error, 1, false).unwrap();
     assert_eq!(r32(&mut m, MAGIC), !MAGIC_VALUE);
     assert_eq!(r32(&mut m, MAGIC), MAGIC_VALUE, "the next one is right");
-    m.arm_fault(FaultKind::Error, 2).unwrap();
+    m.arm_fault(FaultKind::Error, 2, false).unwrap();
     w32(&mut m, SCRATCH, 1);
     w32(&mut m, SCRATCH, 2);
     assert_eq!(r32(&mut m, SCRATCH), 1, "the struck write dropped");
@@ -663,10 +663,23 @@ fn an_error_fault_corrupts_one_access() {
 }
 
 #[test]
+fn a_fault_may_count_writes_only() {
+    let mut m = Model::new();
+    m.arm_fault(FaultKind::Vanish, 2, true).unwrap();
+    r32(&mut m, MAGIC);
+    w32(&mut m, SCRATCH, 1);
+    r32(&mut m, MAGIC);
+    assert_eq!(m.fault().counted, 1);
+    w32(&mut m, SCRATCH, 2);
+    assert_eq!(m.fault().struck.map(|s| s.seq), Some(4));
+    assert_eq!(r32(&mut m, MAGIC), u32::MAX);
+}
+
+#[test]
 fn die_unplug_and_aer_strikes_are_only_recorded_by_the_model() {
     for kind in [FaultKind::Die, FaultKind::Unplug, FaultKind::Aer] {
         let mut m = Model::new();
-        m.arm_fault(kind, 1).unwrap();
+        m.arm_fault(kind, 1, false).unwrap();
         assert_eq!(r32(&mut m, MAGIC), MAGIC_VALUE, "{kind}");
         assert_eq!(m.fault().struck.map(|s| s.kind), Some(kind));
         assert_eq!(m.log().since(0).next().unwrap().fault, Some(kind));
