@@ -10,6 +10,7 @@ pub mod judge;
 pub mod kernel;
 pub mod run;
 pub mod scenario;
+pub mod sweep;
 pub mod verdict;
 
 use anyhow::{bail, Result};

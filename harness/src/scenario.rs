@@ -123,6 +123,9 @@ pub enum Check {
     /// The runner's KTAP and `rcpufreq_dt`'s and the clock's lines
     /// (`dt::judge_cpufreq`).
     Cpufreq,
+    /// The runner's KTAP and every point of the removal-point sweep
+    /// (`judge::sweep`), the run's points given on `pcirig.points=`.
+    Sweep,
 }
 
 impl Scenario {
@@ -130,7 +133,7 @@ impl Scenario {
     pub fn needs_driver(&self) -> bool {
         matches!(
             self.check,
-            Check::Driver(_) | Check::IdTable | Check::Bench | Check::SelfTest
+            Check::Driver(_) | Check::IdTable | Check::Bench | Check::SelfTest | Check::Sweep
         )
     }
 
@@ -382,6 +385,13 @@ pub const MODULES: Scenario = Scenario {
             ..DriverExpect::BOUND
         },
     )
+};
+/// One device fault per point of `sweep::Plan` (a seeded sample by default).
+pub const SWEEP: Scenario = Scenario {
+    about: "a device fault (vanish, error) struck at one of probe's accesses or at remove()'s RESET, one point per binding: each binding ends cleanly whatever probe made of it, the next clean one binds",
+    machine: Machine::Device,
+    check: Check::Sweep,
+    ..Scenario::runner("sweep", script!("sweep"), Duration::from_secs(600))
 };
 pub const PROBE_ERROR: Scenario = driver_scenario(
     "probe-error",
@@ -653,6 +663,7 @@ pub const ALL: &[&Scenario] = &[
     &UNBIND,
     &REBIND,
     &MODULES,
+    &SWEEP,
     &PROBE_ERROR,
     &IRQ_INTX,
     &IRQ_UNBIND,

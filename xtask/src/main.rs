@@ -72,6 +72,18 @@ enum Cmd {
         /// boot is waiting).
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         jobs: Option<u32>,
+        /// The removal-point sweep at every point (each fault kind at each of probe's
+        /// accesses and at remove()'s RESET) instead of the default seeded sample.
+        #[arg(long, conflicts_with_all = ["sweep_point", "sweep_seed"])]
+        sweep: bool,
+        /// Sweep only this point, KIND:N (probe's N-th access) or KIND:wN (the N-th write
+        /// after probe); may be given more than once. Runs the `sweep` scenario alone unless
+        /// --scenario says otherwise.
+        #[arg(long, value_name = "KIND:N", value_parser = parse_point)]
+        sweep_point: Vec<harness::sweep::Point>,
+        /// The seed of the sampled sweep (default: new each run, printed).
+        #[arg(long, value_name = "SEED", conflicts_with = "sweep_point")]
+        sweep_seed: Option<u64>,
     },
     /// Measure turnaround, MMIO and unbind cost side by side; writes
     /// target/pci-rig/bench/<run-id>/bench.json and bench.svg.
@@ -135,6 +147,10 @@ fn parse_arch(s: &str) -> Result<Arch, String> {
     s.parse()
 }
 
+fn parse_point(s: &str) -> Result<harness::sweep::Point, String> {
+    s.parse()
+}
+
 fn parse_scenario(s: &str) -> Result<&'static scenario::Scenario, String> {
     scenario::find(s)
 }
@@ -184,7 +200,21 @@ fn run_cli(cli: Cli) -> Result<bool> {
             repeat,
             soak,
             jobs,
+            sweep,
+            sweep_point,
+            sweep_seed,
         } => {
+            let plan = match (sweep, sweep_seed) {
+                _ if !sweep_point.is_empty() => harness::sweep::Plan::Points(sweep_point),
+                (true, _) => harness::sweep::Plan::All,
+                (false, Some(seed)) => harness::sweep::Plan::Sample(seed),
+                (false, None) => harness::sweep::Plan::sample_now(),
+            };
+            let only_sweep = sweep || matches!(plan, harness::sweep::Plan::Points(_));
+            let scenario = match scenario {
+                None if only_sweep => Some(&scenario::SWEEP),
+                s => s,
+            };
             let scenarios = match (soak, scenario) {
                 (true, _) => scenario::SOAK.to_vec(),
                 (false, Some(s)) => vec![s],
@@ -202,6 +232,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
                     || 2 * std::thread::available_parallelism().map_or(1, usize::from),
                     |j| j as usize,
                 ),
+                sweep: plan,
             };
             return run::test(&paths, &opts);
         }

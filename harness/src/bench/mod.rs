@@ -492,6 +492,7 @@ fn oracle_cost(
                     unit_tests: false,
                     repeat: 1,
                     jobs: 1,
+                    sweep: crate::sweep::Plan::All,
                 },
                 &sub,
             )?;
@@ -601,6 +602,7 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
             repeat: opts.guest_runs,
             // One arch at a time: figures from a machine running nothing else.
             jobs: 1,
+            sweep: crate::sweep::Plan::All,
         },
         &dir,
     )?;

@@ -11,6 +11,7 @@ pub mod ktap;
 pub mod kunit;
 pub mod oracle;
 pub mod phases;
+pub mod sweep;
 
 use crate::bench::figures::GuestFigures;
 use crate::guest::console::{self, Origin};
@@ -56,6 +57,9 @@ pub struct Findings {
     /// Reports of Linux's own that this boot made and `known` excused.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub known: Vec<String>,
+    /// The removal-point sweep's points, each with its outcome.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sweep: Vec<sweep::PointResult>,
 }
 
 impl Findings {
@@ -265,6 +269,16 @@ fn verdict(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
         Some(Ok(summary)) => backed.push_str(&summary),
         Some(Err(e)) => return Judgement::fail(Cause::Checks, e),
         None => {}
+    }
+    if matches!(s.check, Check::Sweep) {
+        match judge_sweep(c, device) {
+            Ok((summary, n, points)) => {
+                backed.push_str(&summary);
+                findings.accounted = Some(n);
+                findings.sweep = points;
+            }
+            Err(e) => return Judgement::fail(Cause::Device, e),
+        }
     }
     let mut timings = Timings::new();
     if let Some(want) = s.driver() {
@@ -510,6 +524,56 @@ fn settled(lines: &[String]) -> Result<f64, String> {
 }
 
 /// The driver did what `want` says, and the device log agrees.
+/// The sweep's boot: every binding accounted for as in any driver boot, each one that bound
+/// ended with its worker joined and its kept handle refused, then each point (`sweep::judge`).
+fn judge_sweep(
+    c: &Console,
+    device: &[Stopped],
+) -> Result<(String, Accounted, Vec<sweep::PointResult>), String> {
+    let lines = &c.lines[..];
+    let r = driver::report(lines);
+    let history = driver::history(lines)?;
+    let points = sweep::points(lines)?;
+    let n = accounting::account(&history, &logs(device))?;
+    let bound = r.count("probe_done");
+    for event in ["remove_begin", "remove_done", "worker_stopped"] {
+        if r.count(event) != bound {
+            return Err(format!(
+                "driver printed `event {event}` {} times, expected once per binding that bound ({bound})",
+                r.count(event)
+            ));
+        }
+    }
+    let kept = r.all("kept_handle");
+    if kept.len() != bound || kept.iter().any(|k| *k != "refused") {
+        return Err(format!(
+            "a handle kept across each of the {bound} unbinds must be refused: {kept:?}"
+        ));
+    }
+    let quiesced = config::quiesced(&n.ended, &logs(device))?;
+    let irq_counts = acks::irq_count_is_acks(&n.probes, &logs(device))?;
+    let seen = oracle_check(c, &history, device)?;
+    let results = sweep::judge(&points, &history, &n.probes, &logs(device), lines)?;
+    let mut outcomes: Vec<&str> = results.iter().map(|p| p.outcome.as_str()).collect();
+    outcomes.sort();
+    outcomes.dedup();
+    let slowest = results
+        .iter()
+        .filter_map(|p| p.probe_ms)
+        .fold(0.0, f64::max);
+    let summary = format!(
+        ", sweep: {} points ({}), each struck where asked by the device's log, each faulted binding ended cleanly and the next clean one bound with all {} accesses; outcomes: {}; slowest faulted probe {slowest:.0} ms; {} bindings accounted for ({} accesses, {} worker reads), {quiesced} ended with bus mastering and MSI off, {irq_counts} IRQ_COUNT reads equal to the acks{seen}",
+        results.len(),
+        results.iter().map(|p| p.point.as_str()).collect::<Vec<_>>().join(" "),
+        crate::sweep::PROBE_ACCESSES,
+        outcomes.join(", "),
+        n.bindings,
+        n.driver,
+        n.worker
+    );
+    Ok((summary, n, results))
+}
+
 fn judge_driver(
     want: &DriverExpect,
     c: &Console,

@@ -183,6 +183,7 @@ pub fn interactive(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<()> {
         p: &p,
         device: None,
         oracle: None,
+        points: Vec::new(),
     };
     let mut g = rig.guest(&Scenario::runner("shell", "", Duration::MAX), &dir);
     g.extra_args = vec!["-device".into(), server.qemu_device()];
@@ -207,6 +208,8 @@ struct Rig<'a> {
     device: Option<&'a Path>,
     /// The MMIO oracle plugin (`oracle`), loaded with the device.
     oracle: Option<&'a Path>,
+    /// The removal-point sweep's points on this arch (`sweep` scenario).
+    points: Vec<crate::sweep::Point>,
 }
 
 impl Rig<'_> {
@@ -216,7 +219,15 @@ impl Rig<'_> {
             qemu: &self.tc.qemu,
             kernel: &self.p.image,
             initrd: &self.p.initrd,
-            cmdline: format!("pcirig.scenario={} {}", s.name, s.cmdline),
+            cmdline: match s.check {
+                Check::Sweep => format!(
+                    "pcirig.scenario={} {} {}",
+                    s.name,
+                    s.cmdline,
+                    crate::sweep::cmdline(&self.points)
+                ),
+                _ => format!("pcirig.scenario={} {}", s.name, s.cmdline),
+            },
             dir,
             extra_args: s
                 .stock_devices
@@ -772,6 +783,8 @@ pub struct TestOptions {
     pub repeat: usize,
     /// Arches run at once.
     pub jobs: usize,
+    /// The `sweep` scenario's points.
+    pub sweep: crate::sweep::Plan,
 }
 
 /// `cargo xtask test`. Returns whether every verdict passed.
@@ -957,6 +970,7 @@ impl Runner<'_> {
                 p,
                 device: self.device,
                 oracle: self.oracle,
+                points: self.opts.sweep.points(arch),
             }
             .selftest_case(case, &self.log_dir(arch, s, i))
             .unwrap_or_else(|e| Err(format!("{}: could not run: {e:#}", case.scenario.name))),
@@ -998,6 +1012,7 @@ impl Runner<'_> {
                 p,
                 device: self.device,
                 oracle: self.oracle,
+                points: self.opts.sweep.points(arch),
             }
             .run_scenario(s, &log),
             Err(e) => Judgement::plain(

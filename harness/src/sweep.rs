@@ -1,0 +1,203 @@
+//! The removal-point sweep's plan: which device faults strike where. A point is a fault kind
+//! and an access of our driver's: `vanish:12` strikes at probe's 12th device access (the
+//! interrupt thread's accesses, which interleave with probe's, counted), `vanish:w1` at the
+//! first write after probe, remove()'s RESET. The `sweep` scenario runs the points it is given
+//! on `pcirig.points=` (`images/scenarios/sweep.sh`); `judge::sweep` judges each.
+
+use crate::arch::Arch;
+use qemu_device::model::FaultKind;
+use std::fmt;
+
+/// Device accesses of a clean probe of our driver (MSI), the interrupt thread's included: the
+/// range the sweep's probe points cover. `judge::sweep` checks every clean binding made
+/// exactly this many, so the sweep cannot silently miss accesses a changed driver adds.
+pub const PROBE_ACCESSES: u64 = 80;
+
+/// The kinds one boot re-arms binding after binding (the device comes back when cleared).
+pub const KINDS: [FaultKind; 2] = [FaultKind::Vanish, FaultKind::Error];
+
+/// Points the default run draws per arch.
+pub const SAMPLE: usize = 6;
+
+/// Where in the driver's accesses a fault strikes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum At {
+    /// Probe's N-th device access (from 1).
+    Probe(u64),
+    /// The N-th device write after probe bound: 1 is remove()'s RESET.
+    Write(u64),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Point {
+    pub kind: FaultKind,
+    pub at: At,
+}
+
+impl fmt::Display for Point {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.at {
+            At::Probe(n) => write!(f, "{}:{n}", self.kind),
+            At::Write(n) => write!(f, "{}:w{n}", self.kind),
+        }
+    }
+}
+
+impl std::str::FromStr for Point {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let usage = "a point is KIND:N (probe's N-th access, 1 to 80) or KIND:wN (the N-th write after probe; w1 is remove()'s RESET)";
+        let (kind, at) = s
+            .split_once(':')
+            .ok_or_else(|| format!("`{s}`: {usage}"))?;
+        let kind: FaultKind = kind.parse().map_err(|e| format!("`{s}`: {e}"))?;
+        if !KINDS.contains(&kind) {
+            let names: Vec<_> = KINDS.iter().map(|k| k.name()).collect();
+            return Err(format!(
+                "`{s}`: the sweep runs {} faults (the device's `{kind}` is not swept yet)",
+                names.join(" and ")
+            ));
+        }
+        let (writes, n) = match at.strip_prefix('w') {
+            Some(n) => (true, n),
+            None => (false, at),
+        };
+        let n: u64 = n.parse().map_err(|_| format!("`{s}`: {usage}"))?;
+        let at = match (writes, n) {
+            (_, 0) => return Err(format!("`{s}`: accesses count from 1; {usage}")),
+            (false, n) if n > PROBE_ACCESSES => {
+                return Err(format!("`{s}`: probe makes {PROBE_ACCESSES} accesses; {usage}"))
+            }
+            (false, n) => At::Probe(n),
+            (true, n) => At::Write(n),
+        };
+        Ok(Point { kind, at })
+    }
+}
+
+/// Which points a run sweeps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Plan {
+    /// `SAMPLE` points per arch drawn from `every()` with this seed (the default run).
+    Sample(u64),
+    /// Every point (`--sweep`).
+    All,
+    /// These points on every arch (`--sweep-point`).
+    Points(Vec<Point>),
+}
+
+impl Plan {
+    /// A sample seeded from the clock: it changes from run to run, and is printed.
+    pub fn sample_now() -> Plan {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        Plan::Sample(nanos % 1_000_000)
+    }
+
+    /// The points `arch` runs.
+    pub fn points(&self, arch: Arch) -> Vec<Point> {
+        match self {
+            Plan::All => every(),
+            Plan::Points(p) => p.clone(),
+            Plan::Sample(seed) => sample(*seed, arch),
+        }
+    }
+
+    /// How to run the same points again.
+    pub fn replay(&self) -> String {
+        match self {
+            Plan::Sample(seed) => format!("--sweep-seed {seed}"),
+            Plan::All => "--sweep".into(),
+            Plan::Points(p) => p
+                .iter()
+                .map(|p| format!("--sweep-point {p}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        }
+    }
+}
+
+/// Every point: each kind at each of probe's accesses and at remove()'s RESET.
+pub fn every() -> Vec<Point> {
+    KINDS
+        .iter()
+        .flat_map(|&kind| {
+            (1..=PROBE_ACCESSES)
+                .map(At::Probe)
+                .chain([At::Write(1)])
+                .map(move |at| Point { kind, at })
+        })
+        .collect()
+}
+
+/// `SAMPLE` distinct points of `every()`, in sweep order, drawn by `seed` and the arch (so the
+/// arches of one run cover different points).
+pub fn sample(seed: u64, arch: Arch) -> Vec<Point> {
+    let mut pool = every();
+    let mut state = seed ^ (arch as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let mut picked = Vec::new();
+    while picked.len() < SAMPLE && !pool.is_empty() {
+        // xorshift64*: small, seedable, and the same on every host.
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        let r = state.wrapping_mul(0x2545_f491_4f6c_dd1d);
+        picked.push(pool.swap_remove((r % pool.len() as u64) as usize));
+    }
+    picked.sort();
+    picked
+}
+
+/// `pcirig.points=` for the guest's command line.
+pub fn cmdline(points: &[Point]) -> String {
+    let list: Vec<String> = points.iter().map(Point::to_string).collect();
+    format!("pcirig.points={}", list.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn points_parse_and_print_alike() {
+        for s in ["vanish:1", "error:80", "vanish:w1"] {
+            assert_eq!(s.parse::<Point>().unwrap().to_string(), s);
+        }
+        for (bad, why) in [
+            ("vanish", "KIND:N"),
+            ("vanish:0", "count from 1"),
+            ("vanish:81", "80 accesses"),
+            ("vanish:x", "KIND:N"),
+            ("melt:3", "no fault kind"),
+            ("die:3", "not swept yet"),
+        ] {
+            let e = bad.parse::<Point>().unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn every_point_is_each_kind_at_each_access_and_at_remove() {
+        let all = every();
+        assert_eq!(all.len(), KINDS.len() * (PROBE_ACCESSES as usize + 1));
+        assert!(all.contains(&"error:w1".parse().unwrap()));
+    }
+
+    #[test]
+    fn a_sample_is_seeded_distinct_and_differs_per_arch_and_seed() {
+        let a = sample(7, Arch::X86_64);
+        assert_eq!(a, sample(7, Arch::X86_64), "replayable");
+        assert_eq!(a.len(), SAMPLE);
+        let mut d = a.clone();
+        d.dedup();
+        assert_eq!(d.len(), SAMPLE, "distinct");
+        assert_ne!(a, sample(7, Arch::Arm64));
+        assert_ne!(a, sample(8, Arch::X86_64));
+        assert_eq!(
+            cmdline(&a[..2]),
+            format!("pcirig.points={},{}", a[0], a[1])
+        );
+    }
+}
