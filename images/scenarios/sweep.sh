@@ -19,7 +19,7 @@ point_check() {
 clean_binding() {
     insmod /lib/modules/pci_rig.ko && bound_to pci_rig && rmmod pci_rig
 }
-for point in $(param points "" | tr , ' '); do
+for point in $(sweep_points); do
     kind=${point%%:*}
     at=${point#*:}
     echo "pcirig: point $point" > /dev/kmsg

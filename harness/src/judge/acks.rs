@@ -118,6 +118,17 @@ mod tests {
     }
 
     #[test]
+    fn a_probe_a_fault_struck_is_not_held_to_its_count() {
+        let mut l = probe(10, 9);
+        assert!(irq_count_is_acks(&span(&l), &[&l]).is_err());
+        l[5].fault = Some(qemu_device::model::FaultKind::Error);
+        assert_eq!(irq_count_is_acks(&span(&l), &[&l]), Ok(0));
+        l[5].fault = None;
+        l[5].class = Class::Removed;
+        assert_eq!(irq_count_is_acks(&span(&l), &[&l]), Ok(0));
+    }
+
+    #[test]
     fn acks_after_removes_reset_are_counted_per_ended_binding() {
         // Probe (#1-#23), then remove()'s RESET (#24) and two more acks.
         let mut l = probe(10, 10);

@@ -44,10 +44,7 @@ pub fn points(lines: &[String]) -> Result<Vec<Point>, String> {
         .split_whitespace()
         .find_map(|w| w.strip_prefix("pcirig.points="))
         .ok_or("no pcirig.points= on the kernel command line")?;
-    list.split(',')
-        .filter(|p| !p.is_empty())
-        .map(str::parse)
-        .collect()
+    crate::sweep::parse_list(list)
 }
 
 /// Each point judged, in order; `Err` names the first point that failed, with its access
@@ -103,12 +100,18 @@ pub fn judge(
             At::Probe(n) => {
                 let nth = log
                     .iter()
-                    .filter(|a| a.region != Region::Config && (probe.first..=hit.seq).contains(&a.seq))
+                    .filter(|a| {
+                        a.region != Region::Config && (probe.first..=hit.seq).contains(&a.seq)
+                    })
                     .count() as u64;
                 if nth != n || hit.seq > probe.last {
                     return Err(fail(format!(
                         "the fault struck {what}, probe's access {nth}{}, not its access {n}",
-                        if hit.seq > probe.last { " (after probe)" } else { "" }
+                        if hit.seq > probe.last {
+                            " (after probe)"
+                        } else {
+                            ""
+                        }
                     )));
                 }
             }
@@ -186,7 +189,10 @@ fn describe(a: &Access) -> String {
     let name = regmap::REGISTERS
         .iter()
         .find(|r| a.region == Region::Bar0 && r.offset == a.offset)
-        .map_or_else(|| format!("{}+{:#x}", a.region, a.offset), |r| r.name.to_string());
+        .map_or_else(
+            || format!("{}+{:#x}", a.region, a.offset),
+            |r| r.name.to_string(),
+        );
     format!("{rw} {name}")
 }
 
@@ -225,4 +231,318 @@ pub fn table(results: &[PointResult]) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The points as one SVG: access along x (probe's 1 to `PROBE_ACCESSES`, then remove()'s
+/// RESET), one row per fault kind, each swept cell coloured by its outcome (its title says
+/// the point, the outcome and the struck access); a legend below.
+pub fn chart(title: &str, results: &[PointResult]) -> String {
+    use crate::bench::svg::escape;
+    use std::fmt::Write as _;
+    const CELL: u64 = 10;
+    const LEFT: u64 = 70;
+    const TOP: u64 = 40;
+    const COLOURS: [&str; 8] = [
+        "#5aa05a", "#4878a8", "#e0883a", "#c04848", "#8c6bb1", "#b8860b", "#2f8f8f", "#d36fa0",
+    ];
+    let columns = PROBE_ACCESSES + 1;
+    let mut outcomes: Vec<&str> = results.iter().map(|r| r.outcome.as_str()).collect();
+    outcomes.sort();
+    outcomes.dedup();
+    // Bound first, so that it keeps its colour whatever else a run saw.
+    outcomes.sort_by_key(|o| *o != "bound");
+    let colour = |o: &str| {
+        let i = outcomes.iter().position(|x| *x == o).unwrap_or(0);
+        COLOURS.get(i).copied().unwrap_or("#7f7f7f")
+    };
+    let kinds = crate::sweep::KINDS;
+    let width = LEFT + columns * CELL + 20;
+    let legend_top = TOP + kinds.len() as u64 * (CELL + 6) + 30;
+    let height = legend_top + outcomes.len() as u64 * 16 + 10;
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{LEFT}\" y=\"16\" font-size=\"13\">{}</text>\n<text x=\"{LEFT}\" y=\"32\" fill=\"#555\">probe's device accesses 1 to {PROBE_ACCESSES}, then remove()'s RESET (w1); grey: not swept this run</text>\n",
+        escape(title)
+    );
+    for (row, kind) in kinds.iter().enumerate() {
+        let y = TOP + row as u64 * (CELL + 6);
+        let _ = writeln!(
+            svg,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{kind}</text>",
+            LEFT - 6,
+            y + CELL - 1
+        );
+        for col in 0..columns {
+            let at = if col < PROBE_ACCESSES {
+                At::Probe(col + 1)
+            } else {
+                At::Write(1)
+            };
+            let point = Point { kind: *kind, at }.to_string();
+            let x = LEFT + col * CELL;
+            let (fill, tip) = match results.iter().find(|r| r.point == point) {
+                Some(r) => (
+                    colour(&r.outcome),
+                    format!("{point}: {}, struck {}", r.outcome, r.struck),
+                ),
+                None => ("#e4e4e4", format!("{point}: not swept")),
+            };
+            let _ = writeln!(
+                svg,
+                "<rect x=\"{x}\" y=\"{y}\" width=\"{}\" height=\"{CELL}\" fill=\"{fill}\"><title>{}</title></rect>",
+                CELL - 1,
+                escape(&tip)
+            );
+        }
+    }
+    for (i, o) in outcomes.iter().enumerate() {
+        let y = legend_top + i as u64 * 16;
+        let _ = writeln!(
+            svg,
+            "<rect x=\"{LEFT}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{y}\">{} ({})</text>",
+            y - 9,
+            colour(o),
+            LEFT + 16,
+            escape(o),
+            results.iter().filter(|r| r.outcome == *o).count()
+        );
+    }
+    svg.push_str("</svg>\n");
+    svg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::guest::device::Claimed;
+    use crate::judge::driver::Step;
+    use qemu_device::model::FaultKind;
+    use regmap::reg::{MAGIC, RESET, SCRATCH};
+
+    fn binding(steps: &[(&str, bool)], probed: bool, claims: usize) -> Binding {
+        let claim = Claimed {
+            kind: Kind::Read,
+            region: "bar0".into(),
+            offset: MAGIC,
+            size: 4,
+            value: 0,
+        };
+        Binding {
+            steps: steps
+                .iter()
+                .map(|&(name, ok)| Step {
+                    name: name.into(),
+                    ok,
+                    detail: String::new(),
+                })
+                .collect(),
+            probe_claims: vec![claim; claims],
+            probed,
+            later_claims: Vec::new(),
+            worker_reads: probed.then_some(0),
+            worker_gone: false,
+        }
+    }
+
+    fn clean() -> Binding {
+        let steps: Vec<(&str, bool)> = STEPS.iter().map(|&s| (s, true)).collect();
+        binding(&steps, true, PROBE_ACCESSES as usize)
+    }
+
+    /// A device log of `n` BAR0 reads of SCRATCH, with `fault` at `struck` (a seq).
+    fn log(n: u64, struck: u64, fault: FaultKind) -> Vec<Access> {
+        (1..=n)
+            .map(|seq| Access {
+                fault: (seq == struck).then_some(fault),
+                ..crate::judge::test_access(seq, "bar0", SCRATCH, 4, 0, "read")
+            })
+            .collect()
+    }
+
+    fn probes(faulted: (u64, u64), clean: (u64, u64)) -> Vec<Probe> {
+        [faulted, clean]
+            .iter()
+            .enumerate()
+            .map(|(i, &(first, last))| Probe {
+                binding: i + 1,
+                server: 0,
+                first,
+                last,
+            })
+            .collect()
+    }
+
+    fn run(
+        point: &str,
+        faulted: Binding,
+        clean: Binding,
+        log: &[Access],
+        p: &[Probe],
+    ) -> Result<Vec<PointResult>, String> {
+        let history = [Actor::Driver(faulted), Actor::Driver(clean)];
+        judge(&[point.parse().unwrap()], &history, p, &[log], &[])
+    }
+
+    const REFUSED_AT_SCRATCH: &[(&str, bool)] = &[("identify", true), ("scratch", false)];
+
+    #[test]
+    fn a_point_struck_where_asked_refused_cleanly_then_bound_passes() {
+        let log = log(90, 5, FaultKind::Vanish);
+        let faulted = binding(REFUSED_AT_SCRATCH, false, 10);
+        let r = run(
+            "vanish:5",
+            faulted,
+            clean(),
+            &log,
+            &probes((1, 10), (11, 90)),
+        )
+        .unwrap();
+        assert_eq!(r[0].outcome, "refused at scratch");
+        assert_eq!(r[0].struck, "#5 r SCRATCH");
+    }
+
+    #[test]
+    fn a_strike_elsewhere_or_none_fails_naming_the_point_and_its_replay() {
+        let faulted = || binding(REFUSED_AT_SCRATCH, false, 10);
+        let p = probes((1, 10), (11, 90));
+        let e = run(
+            "vanish:5",
+            faulted(),
+            clean(),
+            &log(90, 6, FaultKind::Vanish),
+            &p,
+        )
+        .unwrap_err();
+        assert!(e.contains("probe's access 6, not its access 5"), "{e}");
+        assert!(e.contains("--sweep-point vanish:5"), "{e}");
+        let e = run(
+            "vanish:5",
+            faulted(),
+            clean(),
+            &log(90, 0, FaultKind::Vanish),
+            &p,
+        )
+        .unwrap_err();
+        assert!(e.contains("struck 0 times"), "{e}");
+        let e = run(
+            "vanish:5",
+            faulted(),
+            clean(),
+            &log(90, 12, FaultKind::Vanish),
+            &p,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("struck 0 times"),
+            "a strike in the next binding is not this one's: {e}"
+        );
+    }
+
+    #[test]
+    fn an_unclean_refusal_or_a_failed_clean_probe_fails() {
+        let log = log(90, 5, FaultKind::Error);
+        let p = probes((1, 10), (11, 90));
+        let skipped = binding(&[("identify", true), ("counter", false)], false, 10);
+        let e = run("error:5", skipped, clean(), &log, &p).unwrap_err();
+        assert!(e.contains("no clean refusal"), "{e}");
+        let silent = binding(&[], false, 10);
+        let e = run("error:5", silent, clean(), &log, &p).unwrap_err();
+        assert!(e.contains("without a failed step"), "{e}");
+        let faulted = || binding(REFUSED_AT_SCRATCH, false, 10);
+        let short = {
+            let mut b = clean();
+            b.probe_claims.pop();
+            b
+        };
+        let e = run("error:5", faulted(), short, &log, &p).unwrap_err();
+        assert!(e.contains("made 79 device accesses"), "{e}");
+        let refused = binding(REFUSED_AT_SCRATCH, false, 80);
+        let e = run("error:5", faulted(), refused, &log, &p).unwrap_err();
+        assert!(e.contains("the next clean probe did not bind"), "{e}");
+    }
+
+    #[test]
+    fn a_remove_point_must_strike_removes_reset() {
+        let mut log = log(170, 85, FaultKind::Vanish);
+        log[84].kind = Kind::Write;
+        log[84].offset = RESET;
+        let p = probes((1, 80), (90, 170));
+        let r = run("vanish:w1", clean(), clean(), &log, &p).unwrap();
+        assert_eq!(
+            (r[0].outcome.as_str(), r[0].struck.as_str()),
+            ("removed", "#85 w RESET")
+        );
+        log[84].offset = SCRATCH;
+        let e = run("vanish:w1", clean(), clean(), &log, &p).unwrap_err();
+        assert!(e.contains("not remove()'s RESET"), "{e}");
+    }
+
+    #[test]
+    fn a_faulted_probe_that_waits_too_long_fails() {
+        let log = log(90, 5, FaultKind::Vanish);
+        let lines: Vec<String> = [
+            "[    1.000000] pci_rig 0000:01:00.0: event probe_begin",
+            "[    7.000000] pci_rig 0000:01:00.0: step scratch FAIL wrote=0x0 read=0xffffffff",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let history = [
+            Actor::Driver(binding(REFUSED_AT_SCRATCH, false, 10)),
+            Actor::Driver(clean()),
+        ];
+        let e = judge(
+            &["vanish:5".parse().unwrap()],
+            &history,
+            &probes((1, 10), (11, 90)),
+            &[&log],
+            &lines,
+        )
+        .unwrap_err();
+        assert!(e.contains("probe took 6000 ms"), "{e}");
+    }
+
+    #[test]
+    fn the_chart_colours_each_swept_cell_by_its_outcome() {
+        let r = |point: &str, outcome: &str| PointResult {
+            point: point.into(),
+            outcome: outcome.into(),
+            struck: "#1 r MAGIC".into(),
+            probe_ms: None,
+        };
+        let svg = chart(
+            "x86_64",
+            &[
+                r("vanish:1", "refused at identify"),
+                r("error:w1", "removed"),
+                r("vanish:2", "bound"),
+            ],
+        );
+        assert!(svg.contains("<title>vanish:1: refused at identify, struck #1 r MAGIC</title>"));
+        assert!(svg.contains("<title>error:3: not swept</title>"));
+        assert!(svg.contains("removed (1)"));
+        let cells = svg.matches("<rect x=").count();
+        assert_eq!(
+            cells,
+            2 * (PROBE_ACCESSES as usize + 1) + 3,
+            "every cell and 3 legend keys"
+        );
+        assert!(
+            svg.contains("fill=\"#5aa05a\"><title>vanish:2: bound"),
+            "bound keeps its colour"
+        );
+    }
+
+    #[test]
+    fn the_points_are_read_from_the_kernel_command_line() {
+        let lines = vec![
+            "[    0.000000] Kernel command line: console=ttyS0 pcirig.points=vanish:3-4,error:w1"
+                .to_string(),
+        ];
+        let p = points(&lines).unwrap();
+        assert_eq!(
+            p.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+            ["vanish:3", "vanish:4", "error:w1"]
+        );
+        assert!(points(&[]).is_err());
+    }
 }

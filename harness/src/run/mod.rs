@@ -791,6 +791,17 @@ pub struct TestOptions {
 pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
     let dir = new_run_dir(paths)?;
     eprintln!("test: results in {}", dir.display());
+    if opts.scenarios.iter().any(|s| matches!(s.check, Check::Sweep)) {
+        for &arch in &opts.arches {
+            let points = opts.sweep.points(arch);
+            eprintln!(
+                "test: {arch} sweep: {} points ({}; replay: cargo xtask test --arch {arch} {})",
+                points.len(),
+                crate::sweep::cmdline(&points),
+                opts.sweep.replay()
+            );
+        }
+    }
     // The unit tests run beside the guests: neither waits for the other.
     let (unit, boots) = std::thread::scope(|scope| {
         let unit = opts
@@ -802,6 +813,17 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
     let mut results: Vec<Outcome> = unit.into_iter().collect();
     results.extend(boots?);
     report::write_files(&dir, &results)?;
+    for o in results.iter().filter(|o| !o.findings.sweep.is_empty()) {
+        let chart = paths.root.join(&o.log).join("sweep.svg");
+        let title = format!("{} {}: {} points", o.arch, o.scenario, o.findings.sweep.len());
+        std::fs::write(&chart, judge::sweep::chart(&title, &o.findings.sweep))
+            .with_context(|| format!("writing {}", chart.display()))?;
+        println!(
+            "\n{title} (chart: {})\n{}",
+            chart.display(),
+            judge::sweep::table(&o.findings.sweep)
+        );
+    }
     if opts.repeat == 1 {
         println!("\n{}", report::table(&results));
     } else {
