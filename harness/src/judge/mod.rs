@@ -564,7 +564,9 @@ fn judge_sweep(
     let summary = format!(
         ", sweep: {} points ({}), each struck where asked by the device's log, each faulted binding ended cleanly and the next clean one bound with all {} accesses; outcomes: {}; slowest faulted probe {slowest:.0} ms; {} bindings accounted for ({} accesses, {} worker reads), {quiesced} ended with bus mastering and MSI off, {irq_counts} IRQ_COUNT reads equal to the acks{seen}",
         results.len(),
-        results.iter().map(|p| p.point.as_str()).collect::<Vec<_>>().join(" "),
+        crate::sweep::cmdline(&points)
+            .trim_start_matches("pcirig.points=")
+            .replace(',', " "),
         crate::sweep::PROBE_ACCESSES,
         outcomes.join(", "),
         n.bindings,
