@@ -193,10 +193,43 @@ pub struct Report {
     pub guest: Vec<GuestRow>,
     pub goals: Goals,
     pub oracle_cost: Vec<OracleCost>,
+    /// The removal-point sweep's points per minute, per arch.
+    pub sweep: Vec<SweepPace>,
     /// `--baseline REV`: head against REV, interleaved (the head-only
     /// figures above are then not measured).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline: Option<baseline::Comparison>,
+}
+
+/// The removal-point sweep's pace on one arch: `sweep_pace_points()` in one boot.
+#[derive(Debug, Serialize)]
+pub struct SweepPace {
+    pub arch: String,
+    pub points: usize,
+    /// The boot's scenario phase (its points, each a faulted and a clean binding).
+    pub scenario_s: f64,
+    pub boot_s: f64,
+    pub points_per_min: f64,
+    pub passed: bool,
+}
+
+/// The points the bench times: every fifth of `sweep::every()`, so both kinds, refusals at
+/// most steps, lost-interrupt waits and remove()'s RESET are in the mix.
+pub fn sweep_pace_points() -> Vec<crate::sweep::Point> {
+    crate::sweep::every().into_iter().step_by(5).collect()
+}
+
+/// Points per minute of the sweep boot's scenario phase.
+pub fn sweep_pace(arch: &str, points: usize, o: &run::report::Outcome) -> Option<SweepPace> {
+    let scenario_s = o.findings.phases.as_ref()?.scenario_ms? / 1000.0;
+    Some(SweepPace {
+        arch: arch.to_string(),
+        points,
+        scenario_s,
+        boot_s: o.duration_s,
+        points_per_min: points as f64 * 60.0 / scenario_s,
+        passed: o.verdict == Verdict::Pass,
+    })
 }
 
 #[derive(Debug, Serialize)]
@@ -550,6 +583,7 @@ pub fn against_baseline(paths: &Paths, opts: &baseline::Options) -> Result<bool>
         guest: Vec::new(),
         goals: goals(),
         oracle_cost: Vec::new(),
+        sweep: Vec::new(),
         baseline: Some(comparison),
     };
     write(&dir, &report)?;
@@ -653,6 +687,28 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
     let (oracle_cost, measured) = oracle_cost(paths, &dir, &opts.arches, opts.guest_runs)?;
     ok &= measured;
 
+    let points = sweep_pace_points();
+    let sub = dir.join("sweep");
+    std::fs::create_dir_all(&sub)?;
+    let outcomes = run::scenarios(
+        paths,
+        &TestOptions {
+            arches: opts.arches.clone(),
+            scenarios: vec![&scenario::SWEEP],
+            flavor: Flavor::default(),
+            unit_tests: false,
+            repeat: 1,
+            jobs: 1,
+            sweep: crate::sweep::Plan::Points(points.clone()),
+        },
+        &sub,
+    )?;
+    let sweep: Vec<SweepPace> = outcomes
+        .iter()
+        .filter_map(|o| sweep_pace(&o.arch, points.len(), o))
+        .collect();
+    ok &= sweep.len() == opts.arches.len() && sweep.iter().all(|p| p.passed);
+
     let edit_arch = if opts.arches.contains(&Arch::X86_64) {
         Arch::X86_64
     } else {
@@ -708,6 +764,7 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
         guest,
         goals: goals(),
         oracle_cost,
+        sweep,
         baseline: None,
     };
     write(&dir, &report)?;
@@ -785,6 +842,19 @@ pub fn table(r: &Report) -> String {
         row(
             format!("boot→verdict {} (median of {})", b.arch, b.runs_s.len()),
             format!("{:.2} s", b.median_s),
+            String::new(),
+        );
+    }
+    for p in &r.sweep {
+        row(
+            format!("sweep pace {} ({} points, one boot)", p.arch, p.points),
+            format!(
+                "{:.0} points/min ({:.1} s of scenario, {:.1} s boot){}",
+                p.points_per_min,
+                p.scenario_s,
+                p.boot_s,
+                if p.passed { "" } else { " (FAILED)" }
+            ),
             String::new(),
         );
     }
@@ -1061,6 +1131,31 @@ fn oracle_panel(costs: &[OracleCost]) -> Panel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sweep_pace_is_points_per_minute_of_the_scenario_phase() {
+        let mut o = run::report::Outcome {
+            arch: "arm64".into(),
+            scenario: "sweep".into(),
+            verdict: Verdict::Pass,
+            duration_s: 50.0,
+            log: String::new(),
+            reason: String::new(),
+            timings: Default::default(),
+            findings: Default::default(),
+        };
+        assert!(sweep_pace("arm64", 33, &o).is_none(), "no phases, no pace");
+        o.findings.phases = Some(crate::judge::phases::Phases {
+            scenario_ms: Some(44_000.0),
+            ..Default::default()
+        });
+        let p = sweep_pace("arm64", 33, &o).unwrap();
+        assert_eq!(
+            (p.points_per_min, p.scenario_s, p.passed),
+            (45.0, 44.0, true)
+        );
+        assert_eq!(sweep_pace_points().len(), 33);
+    }
     use figures::{IrqTrip, RevokeEach, Unbind};
 
     fn boot(raw: i64, devres: i64, total_ms: i64) -> GuestFigures {
@@ -1149,6 +1244,7 @@ mod tests {
                 oracle_ratio: GOAL_ORACLE_RATIO,
             },
             oracle_cost: vec![],
+            sweep: vec![],
             baseline: None,
         }
     }

@@ -791,7 +791,11 @@ pub struct TestOptions {
 pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
     let dir = new_run_dir(paths)?;
     eprintln!("test: results in {}", dir.display());
-    if opts.scenarios.iter().any(|s| matches!(s.check, Check::Sweep)) {
+    if opts
+        .scenarios
+        .iter()
+        .any(|s| matches!(s.check, Check::Sweep))
+    {
         for &arch in &opts.arches {
             let points = opts.sweep.points(arch);
             eprintln!(
@@ -815,7 +819,12 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
     report::write_files(&dir, &results)?;
     for o in results.iter().filter(|o| !o.findings.sweep.is_empty()) {
         let chart = paths.root.join(&o.log).join("sweep.svg");
-        let title = format!("{} {}: {} points", o.arch, o.scenario, o.findings.sweep.len());
+        let title = format!(
+            "{} {}: {} points",
+            o.arch,
+            o.scenario,
+            o.findings.sweep.len()
+        );
         std::fs::write(&chart, judge::sweep::chart(&title, &o.findings.sweep))
             .with_context(|| format!("writing {}", chart.display()))?;
         println!(
