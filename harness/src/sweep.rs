@@ -13,8 +13,10 @@ use std::fmt;
 /// exactly this many, so the sweep cannot silently miss accesses a changed driver adds.
 pub const PROBE_ACCESSES: u64 = 80;
 
-/// The kinds one boot re-arms binding after binding (the device comes back when cleared).
-pub const KINDS: [FaultKind; 2] = [FaultKind::Vanish, FaultKind::Error];
+/// The kinds one boot re-arms binding after binding: the device comes back when cleared
+/// (`vanish`), or was never gone (`error`, and `aer`, which the host injects at the root port
+/// when it sees the strike).
+pub const KINDS: [FaultKind; 3] = [FaultKind::Vanish, FaultKind::Error, FaultKind::Aer];
 
 /// Points the default run draws per arch.
 pub const SAMPLE: usize = 6;
@@ -229,6 +231,7 @@ mod tests {
             ("vanish:x", "KIND:N"),
             ("melt:3", "no fault kind"),
             ("die:3", "not swept yet"),
+            ("unplug:3", "not swept yet"),
         ] {
             let e = bad.parse::<Point>().unwrap_err();
             assert!(e.contains(why), "{bad}: {e}");
@@ -264,7 +267,7 @@ mod tests {
         let line = cmdline(&all);
         assert_eq!(
             line,
-            "pcirig.points=vanish:1-80,vanish:w1,error:1-80,error:w1"
+            "pcirig.points=vanish:1-80,vanish:w1,error:1-80,error:w1,aer:1-80,aer:w1"
         );
         assert_eq!(
             parse_list(line.strip_prefix("pcirig.points=").unwrap()),

@@ -554,6 +554,16 @@ fn judge_sweep(
     let irq_counts = acks::irq_count_is_acks(&n.probes, &logs(device))?;
     let seen = oracle_check(c, &history, device)?;
     let results = sweep::judge(&points, &history, &n.probes, &logs(device), lines)?;
+    let aer = points
+        .iter()
+        .filter(|p| p.kind == qemu_device::model::FaultKind::Aer)
+        .count();
+    if c.injected_ns.len() != aer {
+        return Err(format!(
+            "the host injected {} AER errors for the {aer} aer points: it must inject one when each strikes",
+            c.injected_ns.len()
+        ));
+    }
     let mut outcomes: Vec<&str> = results.iter().map(|p| p.outcome.as_str()).collect();
     outcomes.sort();
     outcomes.dedup();

@@ -523,7 +523,7 @@ mod tests {
         let cells = svg.matches("<rect x=").count();
         assert_eq!(
             cells,
-            2 * (PROBE_ACCESSES as usize + 1) + 3,
+            crate::sweep::KINDS.len() * (PROBE_ACCESSES as usize + 1) + 3,
             "every cell and 3 legend keys"
         );
         assert!(

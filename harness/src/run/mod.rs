@@ -13,6 +13,8 @@ use crate::guest::qemu;
 use crate::guest::qemu::{Console, Guest};
 use crate::guest::qmp::Qmp;
 use crate::guest::requests::{DEVICE_DONE, DEVICE_FAILED};
+use qemu_device::control::Request;
+use qemu_device::model::FaultKind;
 use crate::guest::{GuestRequest, HostAction};
 use crate::host::provision::{self, Toolchain};
 use crate::judge::driver;
@@ -300,9 +302,34 @@ impl Rig<'_> {
         let mut line_no = 0;
         let mut armed: Option<crate::judge::oracle::HostArmed> = None;
         let mut injected_ns = Vec::new();
+        // A fault armed for the host to carry out when it strikes (`aer`).
+        let mut watching: Option<FaultKind> = None;
         let console = g.run(s.timeout, |line, qmp, console_in| {
             let text = console::strip_timestamp(line);
             line_no += 1;
+            if let Some(kind) = watching {
+                // The driver prints a line per access: the strike is seen within one line.
+                if let Some(at) = struck(servers.last()) {
+                    watching = None;
+                    let result = match kind {
+                        FaultKind::Aer => host_action(
+                            AER_AT_STRIKE,
+                            qmp,
+                            bin,
+                            &dir,
+                            &mut servers,
+                            &mut unplugs,
+                        )
+                        .inspect(|_| injected_ns.push(qemu_device::transport::monotonic_ns())),
+                        _ => Err(anyhow::anyhow!("the host carries out no {kind} fault")),
+                    }
+                    .unwrap_or_else(|e| {
+                        failures.push(format!("the {kind} fault that struck #{at}: {e:#}"));
+                        format!("error: {e:#}")
+                    });
+                    writeln!(actions, "{kind} fault struck access #{at} -> {result}")?;
+                }
+            }
             match GuestRequest::parse(text) {
                 None => {}
                 Some(Err(e)) => {
@@ -315,6 +342,9 @@ impl Rig<'_> {
                     answer,
                 })) => {
                     let (logged, failure) = device_request(servers.last(), json, must_refuse);
+                    if let Ok(Request::ArmFault { kind, .. }) = serde_json::from_str(json) {
+                        watching = (failure.is_none() && kind == FaultKind::Aer).then_some(kind);
+                    }
                     if answer {
                         let done = failure.is_none();
                         let says = if done { DEVICE_DONE } else { DEVICE_FAILED };
@@ -601,6 +631,20 @@ fn device_request(
             Some(format!("device request {json}: {e:#}")),
         ),
     }
+}
+
+/// What the host injects when an `aer` fault strikes: an uncorrectable non-fatal error at the
+/// root port our device sits behind (QEMU refuses it at our device, which has no PCI Express
+/// capability), as the `aer` scenario's second injection.
+const AER_AT_STRIKE: HostAction = HostAction::Aer {
+    id: "rp0",
+    error: "POISON_TLP",
+};
+
+/// The struck access's number, once the device's armed fault has struck.
+fn struck(server: Option<&DeviceServer>) -> Option<u64> {
+    let reply = server?.request(&Request::Fault {}).ok()?;
+    reply["fault"]["struck"]["seq"].as_u64()
 }
 
 /// Arms the MMIO oracle (`oracle::arm`) and tells the guest on its
