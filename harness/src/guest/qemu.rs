@@ -117,8 +117,9 @@ impl Guest<'_> {
             .arg(self.initrd)
             .arg("-append")
             .arg(format!(
-                "console={} panic=-1 console_msg_format=syslog {}",
+                "console={} panic=-1 console_msg_format=syslog {} {}",
                 self.arch.console(),
+                self.arch.kernel_args(),
                 self.cmdline
             ));
         if let Some(q) = qmp {
