@@ -1154,7 +1154,10 @@ mod tests {
             (p.points_per_min, p.scenario_s, p.passed),
             (45.0, 44.0, true)
         );
-        assert_eq!(sweep_pace_points().len(), crate::sweep::every().len().div_ceil(5));
+        assert_eq!(
+            sweep_pace_points().len(),
+            crate::sweep::every().len().div_ceil(5)
+        );
     }
     use figures::{IrqTrip, RevokeEach, Unbind};
 

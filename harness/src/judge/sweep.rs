@@ -242,18 +242,19 @@ pub fn chart(title: &str, results: &[PointResult]) -> String {
     const CELL: u64 = 10;
     const LEFT: u64 = 70;
     const TOP: u64 = 40;
-    const COLOURS: [&str; 8] = [
-        "#5aa05a", "#4878a8", "#e0883a", "#c04848", "#8c6bb1", "#b8860b", "#2f8f8f", "#d36fa0",
-    ];
     let columns = PROBE_ACCESSES + 1;
     let mut outcomes: Vec<&str> = results.iter().map(|r| r.outcome.as_str()).collect();
     outcomes.sort();
     outcomes.dedup();
-    // Bound first, so that it keeps its colour whatever else a run saw.
-    outcomes.sort_by_key(|o| *o != "bound");
-    let colour = |o: &str| {
-        let i = outcomes.iter().position(|x| *x == o).unwrap_or(0);
-        COLOURS.get(i).copied().unwrap_or("#7f7f7f")
+    // Bound is always green; the others by their place in the legend, hues a golden angle
+    // apart (as many as the driver has steps, all told apart).
+    let colour = |o: &str| match outcomes
+        .iter()
+        .filter(|x| **x != "bound")
+        .position(|x| *x == o)
+    {
+        None => "#5aa05a".to_string(),
+        Some(i) => format!("hsl({}, 60%, 48%)", (20 + i * 137) % 360),
     };
     let kinds = crate::sweep::KINDS;
     let width = LEFT + columns * CELL + 20;
@@ -284,7 +285,7 @@ pub fn chart(title: &str, results: &[PointResult]) -> String {
                     colour(&r.outcome),
                     format!("{point}: {}, struck {}", r.outcome, r.struck),
                 ),
-                None => ("#e4e4e4", format!("{point}: not swept")),
+                None => ("#e4e4e4".to_string(), format!("{point}: not swept")),
             };
             let _ = writeln!(
                 svg,

@@ -13,8 +13,6 @@ use crate::guest::qemu;
 use crate::guest::qemu::{Console, Guest};
 use crate::guest::qmp::Qmp;
 use crate::guest::requests::{DEVICE_DONE, DEVICE_FAILED};
-use qemu_device::control::Request;
-use qemu_device::model::FaultKind;
 use crate::guest::{GuestRequest, HostAction};
 use crate::host::provision::{self, Toolchain};
 use crate::judge::driver;
@@ -24,6 +22,8 @@ use crate::kernel::{self, Flavor, Kernel};
 use crate::scenario::{self, Check, Scenario};
 use crate::Paths;
 use anyhow::{bail, Context, Result};
+use qemu_device::control::Request;
+use qemu_device::model::FaultKind;
 use report::{Outcome, Timings, Verdict};
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -312,15 +312,12 @@ impl Rig<'_> {
                 if let Some(at) = struck(servers.last()) {
                     watching = None;
                     let result = match kind {
-                        FaultKind::Aer => host_action(
-                            AER_AT_STRIKE,
-                            qmp,
-                            bin,
-                            &dir,
-                            &mut servers,
-                            &mut unplugs,
-                        )
-                        .inspect(|_| injected_ns.push(qemu_device::transport::monotonic_ns())),
+                        FaultKind::Aer => {
+                            host_action(AER_AT_STRIKE, qmp, bin, &dir, &mut servers, &mut unplugs)
+                                .inspect(|_| {
+                                    injected_ns.push(qemu_device::transport::monotonic_ns())
+                                })
+                        }
                         _ => Err(anyhow::anyhow!("the host carries out no {kind} fault")),
                     }
                     .unwrap_or_else(|e| {
