@@ -388,8 +388,8 @@ pub const MODULES: Scenario = Scenario {
 };
 /// One device fault per point of `sweep::Plan` (a seeded sample by default).
 pub const SWEEP: Scenario = Scenario {
-    about: "a device fault (vanish, error) struck at one of probe's accesses or at remove()'s RESET, one point per binding: each binding ends cleanly whatever probe made of it, the next clean one binds",
-    machine: Machine::Device,
+    about: "a device fault (vanish, error, aer, unplug) struck at one of probe's accesses or at remove()'s RESET, one point per binding: each binding ends cleanly whatever probe made of it, the next clean one binds",
+    machine: Machine::Hotplug(Slot::Pciehp),
     check: Check::Sweep,
     ..Scenario::runner("sweep", script!("sweep"), Duration::from_secs(600))
 };

@@ -13,10 +13,16 @@ use std::fmt;
 /// exactly this many, so the sweep cannot silently miss accesses a changed driver adds.
 pub const PROBE_ACCESSES: u64 = 80;
 
-/// The kinds one boot re-arms binding after binding: the device comes back when cleared
-/// (`vanish`), or was never gone (`error`, and `aer`, which the host injects at the root port
-/// when it sees the strike).
-pub const KINDS: [FaultKind; 3] = [FaultKind::Vanish, FaultKind::Error, FaultKind::Aer];
+/// The kinds swept, one boot re-arming binding after binding: the device comes back when
+/// cleared (`vanish`), was never gone (`error`; `aer`, which the host injects at the root port
+/// when it sees the strike), or is plugged in afresh (`unplug`: the host sends device_del when
+/// it sees the strike, pciehp removes the device).
+pub const KINDS: [FaultKind; 4] = [
+    FaultKind::Vanish,
+    FaultKind::Error,
+    FaultKind::Aer,
+    FaultKind::Unplug,
+];
 
 /// Points the default run draws per arch.
 pub const SAMPLE: usize = 6;
@@ -56,7 +62,7 @@ impl std::str::FromStr for Point {
             let names: Vec<_> = KINDS.iter().map(|k| k.name()).collect();
             return Err(format!(
                 "`{s}`: the sweep runs {} faults (the device's `{kind}` is not swept yet)",
-                names.join(" and ")
+                names.join(", ")
             ));
         }
         let (writes, n) = match at.strip_prefix('w') {
@@ -231,7 +237,6 @@ mod tests {
             ("vanish:x", "KIND:N"),
             ("melt:3", "no fault kind"),
             ("die:3", "not swept yet"),
-            ("unplug:3", "not swept yet"),
         ] {
             let e = bad.parse::<Point>().unwrap_err();
             assert!(e.contains(why), "{bad}: {e}");
@@ -267,7 +272,7 @@ mod tests {
         let line = cmdline(&all);
         assert_eq!(
             line,
-            "pcirig.points=vanish:1-80,vanish:w1,error:1-80,error:w1,aer:1-80,aer:w1"
+            "pcirig.points=vanish:1-80,vanish:w1,error:1-80,error:w1,aer:1-80,aer:w1,unplug:1-80,unplug:w1"
         );
         assert_eq!(
             parse_list(line.strip_prefix("pcirig.points=").unwrap()),

@@ -2,10 +2,10 @@
 # probe's N-th device access, the interrupt thread's included; KIND:wN at
 # the N-th write after probe, remove()'s RESET for w1). Per point: the
 # faulted binding (insmod, and rmmod), which must end cleanly whatever probe
-# made of the fault; then the fault cleared and a clean binding, which must
-# bind. The host judges each point by the driver's lines and the device's
-# log.
-# plan: 4 per point
+# made of the fault; then the device back (the fault cleared; after an
+# unplug, a fresh device plugged in) and a clean binding, which must bind.
+# The host judges each point by the driver's lines and the device's log.
+# plan: 5 per point
 check device_present find_dev
 # arm KIND AT [writes]: arms the device's fault and waits until it is.
 arm() {
@@ -15,6 +15,27 @@ arm() {
 point_check() {
     point=$1; name=$2; shift 2
     check "point_${point%%:*}_${point#*:}_$name" "$@"
+}
+# ended KIND AT: the faulted binding ends by rmmod; for an unplug, pciehp
+# removes the device too (the host sends device_del when the fault strikes:
+# during probe, so the removal comes first; at remove()'s RESET, during the
+# rmmod).
+ended() {
+    case $1:$2 in
+    unplug:w*) rmmod pci_rig && wait_for 300 gone ;;
+    unplug:*) wait_for 300 gone && rmmod pci_rig ;;
+    *) rmmod pci_rig ;;
+    esac
+}
+# back KIND: the device as it was before the point: the fault cleared, or
+# after an unplug a fresh device (the host's replug, once pciehp powered
+# the slot off).
+back() {
+    if [ "$1" = unplug ]; then
+        wait_for 100 slot_off && host replug && wait_for 300 find_dev
+    else
+        device_sync '{"cmd":"clear_fault"}'
+    fi
 }
 clean_binding() {
     insmod /lib/modules/pci_rig.ko && bound_to pci_rig && rmmod pci_rig
@@ -33,10 +54,10 @@ for point in $(sweep_points); do
         insmod /lib/modules/pci_rig.ko
         ;;
     esac
-    point_check "$point" ended rmmod pci_rig
+    point_check "$point" ended ended "$kind" "$at"
     point_check "$point" unbound unbound
     point_check "$point" region_released sh -c '! grep -q pci_rig /proc/iomem'
-    device_sync '{"cmd":"clear_fault"}'
+    point_check "$point" back back "$kind"
     point_check "$point" clean_binding clean_binding
 done
 # The last binding ended: stay up a while, so that a late access of any

@@ -129,9 +129,19 @@ fn verdict(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
             ),
         );
     }
+    // The sweep's unplug points: the host unplugs when their fault strikes.
+    let struck_unplugs = match s.check {
+        Check::Sweep => sweep::points(&c.lines)
+            .unwrap_or_default()
+            .iter()
+            .filter(|p| p.kind == qemu_device::model::FaultKind::Unplug)
+            .count(),
+        _ => 0,
+    };
     let asked = guest::requests::in_console(&c.lines)
         .filter(|r| *r == Ok(GuestRequest::Host(HostAction::Unplug)))
-        .count();
+        .count()
+        + struck_unplugs;
     let deleted = c.events.iter().filter(|e| device::deleted(e)).count();
     if deleted != asked && !c.timed_out {
         return Judgement::fail(

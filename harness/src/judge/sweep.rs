@@ -84,7 +84,11 @@ pub fn judge(
         };
         let probe = &probes[2 * i];
         let log = servers.get(probe.server).copied().unwrap_or_default();
-        let next = probes.get(2 * i + 1).map_or(u64::MAX, |p| p.first);
+        // The clean binding's first access, unless it is on a fresh device (after an unplug).
+        let next = probes
+            .get(2 * i + 1)
+            .filter(|p| p.server == probe.server)
+            .map_or(u64::MAX, |p| p.first);
         let struck = log
             .iter()
             .filter(|a| a.fault.is_some() && (probe.first..next).contains(&a.seq))

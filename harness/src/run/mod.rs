@@ -302,7 +302,7 @@ impl Rig<'_> {
         let mut line_no = 0;
         let mut armed: Option<crate::judge::oracle::HostArmed> = None;
         let mut injected_ns = Vec::new();
-        // A fault armed for the host to carry out when it strikes (`aer`).
+        // A fault armed for the host to carry out when it strikes (`aer`, `unplug`).
         let mut watching: Option<FaultKind> = None;
         let console = g.run(s.timeout, |line, qmp, console_in| {
             let text = console::strip_timestamp(line);
@@ -311,7 +311,18 @@ impl Rig<'_> {
                 // The driver prints a line per access: the strike is seen within one line.
                 if let Some(at) = struck(servers.last()) {
                     watching = None;
+                    if kind == FaultKind::Unplug {
+                        unplugged_at = Some(Instant::now());
+                    }
                     let result = match kind {
+                        FaultKind::Unplug => host_action(
+                            HostAction::Unplug,
+                            qmp,
+                            bin,
+                            &dir,
+                            &mut servers,
+                            &mut unplugs,
+                        ),
                         FaultKind::Aer => {
                             host_action(AER_AT_STRIKE, qmp, bin, &dir, &mut servers, &mut unplugs)
                                 .inspect(|_| {
@@ -340,7 +351,8 @@ impl Rig<'_> {
                 })) => {
                     let (logged, failure) = device_request(servers.last(), json, must_refuse);
                     if let Ok(Request::ArmFault { kind, .. }) = serde_json::from_str(json) {
-                        watching = (failure.is_none() && kind == FaultKind::Aer).then_some(kind);
+                        let host_acts = matches!(kind, FaultKind::Aer | FaultKind::Unplug);
+                        watching = (failure.is_none() && host_acts).then_some(kind);
                     }
                     if answer {
                         let done = failure.is_none();
