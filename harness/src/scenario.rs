@@ -124,8 +124,9 @@ pub enum Check {
     /// (`dt::judge_cpufreq`).
     Cpufreq,
     /// The runner's KTAP and every point of the removal-point sweep
-    /// (`judge::sweep`), the run's points given on `pcirig.points=`.
-    Sweep,
+    /// (`judge::sweep`), the run's points of these kinds given on
+    /// `pcirig.points=`.
+    Sweep(crate::sweep::Sample),
 }
 
 impl Scenario {
@@ -133,7 +134,7 @@ impl Scenario {
     pub fn needs_driver(&self) -> bool {
         matches!(
             self.check,
-            Check::Driver(_) | Check::IdTable | Check::Bench | Check::SelfTest | Check::Sweep
+            Check::Driver(_) | Check::IdTable | Check::Bench | Check::SelfTest | Check::Sweep(_)
         )
     }
 
@@ -390,8 +391,16 @@ pub const MODULES: Scenario = Scenario {
 pub const SWEEP: Scenario = Scenario {
     about: "a device fault (vanish, error, aer, unplug) struck at one of probe's accesses or at remove()'s RESET, one point per binding: each binding ends cleanly whatever probe made of it, the next clean one binds",
     machine: Machine::Hotplug(Slot::Pciehp),
-    check: Check::Sweep,
+    check: Check::Sweep(crate::sweep::SAMPLE),
     ..Scenario::runner("sweep", script!("sweep"), Duration::from_secs(600))
+};
+/// The sweep's unplug points with q35's ACPI PCI hotplug: acpiphp ejects the device tens of
+/// milliseconds after device_del, not pciehp's 5 s.
+pub const SWEEP_ACPI: Scenario = Scenario {
+    about: "x86_64 only: the sweep's unplug points with q35's ACPI PCI hotplug, acpiphp ejecting the device within milliseconds of the strike",
+    machine: Machine::Hotplug(Slot::Acpi),
+    check: Check::Sweep(&[(qemu_device::model::FaultKind::Unplug, 3)]),
+    ..Scenario::runner("sweep-acpi", script!("sweep-acpi"), Duration::from_secs(600))
 };
 pub const PROBE_ERROR: Scenario = driver_scenario(
     "probe-error",
@@ -664,6 +673,7 @@ pub const ALL: &[&Scenario] = &[
     &REBIND,
     &MODULES,
     &SWEEP,
+    &SWEEP_ACPI,
     &PROBE_ERROR,
     &IRQ_INTX,
     &IRQ_UNBIND,

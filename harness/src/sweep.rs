@@ -24,9 +24,13 @@ pub const KINDS: [FaultKind; 4] = [
     FaultKind::Unplug,
 ];
 
-/// Points the default run draws per arch, by kind: every kind each run, and one `unplug`
-/// only, which costs pciehp's 5 s and a replug (about 6 s against 0.5 to 1 s for the others).
-pub const SAMPLE: [(FaultKind, usize); 4] = [
+/// What a sweep scenario sweeps: its kinds, each with the points the default run draws of
+/// it per arch.
+pub type Sample = &'static [(FaultKind, usize)];
+
+/// The `sweep` scenario's: every kind each run, and one `unplug` only, which costs pciehp's
+/// 5 s and a replug (about 6 s against 0.5 to 1 s for the others).
+pub const SAMPLE: Sample = &[
     (FaultKind::Vanish, 2),
     (FaultKind::Error, 2),
     (FaultKind::Aer, 1),
@@ -110,12 +114,13 @@ impl Plan {
         Plan::Sample(nanos % 1_000_000)
     }
 
-    /// The points `arch` runs.
-    pub fn points(&self, arch: Arch) -> Vec<Point> {
+    /// The points a scenario sweeping `sample`'s kinds runs on `arch`.
+    pub fn points(&self, arch: Arch, sample: Sample) -> Vec<Point> {
+        let ours = |p: &Point| sample.iter().any(|(k, _)| *k == p.kind);
         match self {
-            Plan::All => every(),
-            Plan::Points(p) => p.clone(),
-            Plan::Sample(seed) => sample(*seed, arch),
+            Plan::All => every().into_iter().filter(ours).collect(),
+            Plan::Points(p) => p.iter().copied().filter(ours).collect(),
+            Plan::Sample(seed) => self::sample(*seed, arch, sample),
         }
     }
 
@@ -146,12 +151,12 @@ pub fn every() -> Vec<Point> {
         .collect()
 }
 
-/// `SAMPLE`'s distinct points of `every()`, so many of each kind, in sweep order, drawn by
+/// `sample`'s distinct points of `every()`, so many of each kind, in sweep order, drawn by
 /// `seed` and the arch (so the arches of one run cover different points).
-pub fn sample(seed: u64, arch: Arch) -> Vec<Point> {
+pub fn sample(seed: u64, arch: Arch, sample: Sample) -> Vec<Point> {
     let mut state = seed ^ (arch as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let mut picked = Vec::new();
-    for (kind, n) in SAMPLE {
+    for &(kind, n) in sample {
         let mut pool: Vec<Point> = every().into_iter().filter(|p| p.kind == kind).collect();
         for _ in 0..n.min(pool.len()) {
             // xorshift64*: small, seedable, and the same on every host.
@@ -260,18 +265,30 @@ mod tests {
 
     #[test]
     fn a_sample_is_seeded_distinct_and_differs_per_arch_and_seed() {
-        let a = sample(7, Arch::X86_64);
-        assert_eq!(a, sample(7, Arch::X86_64), "replayable");
+        let a = sample(7, Arch::X86_64, SAMPLE);
+        assert_eq!(a, sample(7, Arch::X86_64, SAMPLE), "replayable");
         let size: usize = SAMPLE.iter().map(|(_, n)| n).sum();
         assert_eq!(a.len(), size);
         let mut d = a.clone();
         d.dedup();
         assert_eq!(d.len(), size, "distinct");
-        for (kind, n) in SAMPLE {
+        for &(kind, n) in SAMPLE {
             assert_eq!(a.iter().filter(|p| p.kind == kind).count(), n, "{kind}");
         }
-        assert_ne!(a, sample(7, Arch::Arm64));
-        assert_ne!(a, sample(8, Arch::X86_64));
+        let unplugs: Sample = &[(FaultKind::Unplug, 3)];
+        let u = Plan::Sample(7).points(Arch::X86_64, unplugs);
+        assert!(u.len() == 3 && u.iter().all(|p| p.kind == FaultKind::Unplug));
+        assert_eq!(Plan::All.points(Arch::X86_64, unplugs).len(), 81);
+        let asked = Plan::Points(vec![
+            "vanish:1".parse().unwrap(),
+            "unplug:2".parse().unwrap(),
+        ]);
+        assert_eq!(
+            asked.points(Arch::X86_64, unplugs),
+            ["unplug:2".parse().unwrap()]
+        );
+        assert_ne!(a, sample(7, Arch::Arm64, SAMPLE));
+        assert_ne!(a, sample(8, Arch::X86_64, SAMPLE));
         assert_eq!(
             parse_list(cmdline(&a).strip_prefix("pcirig.points=").unwrap()),
             Ok(a)

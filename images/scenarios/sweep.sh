@@ -17,7 +17,7 @@ point_check() {
     check "point_${point%%:*}_${point#*:}_$name" "$@"
 }
 # ended KIND AT: the faulted binding ends by rmmod; for an unplug, pciehp
-# removes the device too (the host sends device_del when the fault strikes:
+# or acpiphp removes the device too (the host sends device_del when the fault strikes:
 # during probe, so the removal comes first; at remove()'s RESET, during the
 # rmmod).
 ended() {
@@ -28,11 +28,11 @@ ended() {
     esac
 }
 # back KIND: the device as it was before the point: the fault cleared, or
-# after an unplug a fresh device (the host's replug, once pciehp powered
-# the slot off).
+# after an unplug a fresh device (the host's replug, once QEMU finished the
+# unplug).
 back() {
     if [ "$1" = unplug ]; then
-        wait_for 100 slot_off && host replug && wait_for 300 find_dev
+        host replug && wait_for 300 find_dev
     else
         device_sync '{"cmd":"clear_fault"}'
     fi

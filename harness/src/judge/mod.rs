@@ -131,7 +131,7 @@ fn verdict(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
     }
     // The sweep's unplug points: the host unplugs when their fault strikes.
     let struck_unplugs = match s.check {
-        Check::Sweep => sweep::points(&c.lines)
+        Check::Sweep(_) => sweep::points(&c.lines)
             .unwrap_or_default()
             .iter()
             .filter(|p| p.kind == qemu_device::model::FaultKind::Unplug)
@@ -280,8 +280,8 @@ fn verdict(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
         Some(Err(e)) => return Judgement::fail(Cause::Checks, e),
         None => {}
     }
-    if matches!(s.check, Check::Sweep) {
-        match judge_sweep(c, device) {
+    if matches!(s.check, Check::Sweep(_)) {
+        match judge_sweep(s.name, c, device) {
             Ok((summary, n, points)) => {
                 backed.push_str(&summary);
                 findings.accounted = Some(n);
@@ -537,6 +537,7 @@ fn settled(lines: &[String]) -> Result<f64, String> {
 /// The sweep's boot: every binding accounted for as in any driver boot, each one that bound
 /// ended with its worker joined and its kept handle refused, then each point (`sweep::judge`).
 fn judge_sweep(
+    scenario: &str,
     c: &Console,
     device: &[Stopped],
 ) -> Result<(String, Accounted, Vec<sweep::PointResult>), String> {
@@ -563,7 +564,7 @@ fn judge_sweep(
     let quiesced = config::quiesced(&n.ended, &logs(device))?;
     let irq_counts = acks::irq_count_is_acks(&n.probes, &logs(device))?;
     let seen = oracle_check(c, &history, device)?;
-    let results = sweep::judge(&points, &history, &n.probes, &logs(device), lines)?;
+    let results = sweep::judge(scenario, &points, &history, &n.probes, &logs(device), lines)?;
     let aer = points
         .iter()
         .filter(|p| p.kind == qemu_device::model::FaultKind::Aer)

@@ -50,6 +50,7 @@ pub fn points(lines: &[String]) -> Result<Vec<Point>, String> {
 /// Each point judged, in order; `Err` names the first point that failed, with its access
 /// number and the driver's lines around it, and how to replay it alone.
 pub fn judge(
+    scenario: &str,
     points: &[Point],
     history: &[Actor],
     probes: &[Probe],
@@ -78,7 +79,7 @@ pub fn judge(
         let (faulted, clean) = (bindings[2 * i], bindings[2 * i + 1]);
         let fail = |why: String| {
             format!(
-                "point {point} (binding {}): {why}; replay it alone: cargo xtask test --sweep-point {point}",
+                "point {point} (binding {}): {why}; replay it alone: cargo xtask test --scenario {scenario} --sweep-point {point}",
                 2 * i + 1
             )
         };
@@ -384,7 +385,7 @@ mod tests {
         p: &[Probe],
     ) -> Result<Vec<PointResult>, String> {
         let history = [Actor::Driver(faulted), Actor::Driver(clean)];
-        judge(&[point.parse().unwrap()], &history, p, &[log], &[])
+        judge("sweep", &[point.parse().unwrap()], &history, p, &[log], &[])
     }
 
     const REFUSED_AT_SCRATCH: &[(&str, bool)] = &[("identify", true), ("scratch", false)];
@@ -418,7 +419,7 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("probe's access 6, not its access 5"), "{e}");
-        assert!(e.contains("--sweep-point vanish:5"), "{e}");
+        assert!(e.contains("--scenario sweep --sweep-point vanish:5"), "{e}");
         let e = run(
             "vanish:5",
             faulted(),
@@ -496,6 +497,7 @@ mod tests {
             Actor::Driver(clean()),
         ];
         let e = judge(
+            "sweep",
             &["vanish:5".parse().unwrap()],
             &history,
             &probes((1, 10), (11, 90)),

@@ -185,7 +185,7 @@ pub fn interactive(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<()> {
         p: &p,
         device: None,
         oracle: None,
-        points: Vec::new(),
+        sweep: &crate::sweep::Plan::All,
     };
     let mut g = rig.guest(&Scenario::runner("shell", "", Duration::MAX), &dir);
     g.extra_args = vec!["-device".into(), server.qemu_device()];
@@ -210,8 +210,8 @@ struct Rig<'a> {
     device: Option<&'a Path>,
     /// The MMIO oracle plugin (`oracle`), loaded with the device.
     oracle: Option<&'a Path>,
-    /// The removal-point sweep's points on this arch (`sweep` scenario).
-    points: Vec<crate::sweep::Point>,
+    /// The removal-point sweep's plan (the `sweep` scenarios).
+    sweep: &'a crate::sweep::Plan,
 }
 
 impl Rig<'_> {
@@ -222,11 +222,11 @@ impl Rig<'_> {
             kernel: &self.p.image,
             initrd: &self.p.initrd,
             cmdline: match s.check {
-                Check::Sweep => format!(
+                Check::Sweep(sample) => format!(
                     "pcirig.scenario={} {} {}",
                     s.name,
                     s.cmdline,
-                    crate::sweep::cmdline(&self.points)
+                    crate::sweep::cmdline(&self.sweep.points(self.p.kernel.arch, sample))
                 ),
                 _ => format!("pcirig.scenario={} {}", s.name, s.cmdline),
             },
@@ -844,17 +844,22 @@ pub struct TestOptions {
 pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
     let dir = new_run_dir(paths)?;
     eprintln!("test: results in {}", dir.display());
-    if opts
-        .scenarios
-        .iter()
-        .any(|s| matches!(s.check, Check::Sweep))
-    {
-        for &arch in &opts.arches {
-            let points = opts.sweep.points(arch);
+    for s in &opts.scenarios {
+        let Check::Sweep(sample) = s.check else {
+            continue;
+        };
+        for &arch in opts
+            .arches
+            .iter()
+            .filter(|a| s.machine.arches().contains(a))
+        {
+            let points = opts.sweep.points(arch, sample);
             eprintln!(
-                "test: {arch} sweep: {} points ({}; replay: cargo xtask test --arch {arch} {})",
+                "test: {arch} {}: {} points ({}; replay: cargo xtask test --arch {arch} --scenario {} {})",
+                s.name,
                 points.len(),
                 crate::sweep::cmdline(&points),
+                s.name,
                 opts.sweep.replay()
             );
         }
@@ -1054,7 +1059,7 @@ impl Runner<'_> {
                 p,
                 device: self.device,
                 oracle: self.oracle,
-                points: self.opts.sweep.points(arch),
+                sweep: &self.opts.sweep,
             }
             .selftest_case(case, &self.log_dir(arch, s, i))
             .unwrap_or_else(|e| Err(format!("{}: could not run: {e:#}", case.scenario.name))),
@@ -1096,7 +1101,7 @@ impl Runner<'_> {
                 p,
                 device: self.device,
                 oracle: self.oracle,
-                points: self.opts.sweep.points(arch),
+                sweep: &self.opts.sweep,
             }
             .run_scenario(s, &log),
             Err(e) => Judgement::plain(
