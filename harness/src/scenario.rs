@@ -389,17 +389,17 @@ pub const MODULES: Scenario = Scenario {
 };
 /// One device fault per point of `sweep::Plan` (a seeded sample by default).
 pub const SWEEP: Scenario = Scenario {
-    about: "a device fault (vanish, error, aer, unplug) struck at one of probe's accesses or at remove()'s RESET, one point per binding: each binding ends cleanly whatever probe made of it, the next clean one binds",
+    about: "a device fault (vanish, error, aer, unplug, die) struck at one of probe's accesses or at remove()'s RESET, one point per binding: each binding ends cleanly whatever probe made of it, the next clean one binds",
     machine: Machine::Hotplug(Slot::Pciehp),
     check: Check::Sweep(crate::sweep::SAMPLE),
     ..Scenario::runner("sweep", script!("sweep"), Duration::from_secs(600))
 };
-/// The sweep's unplug points with q35's ACPI PCI hotplug: acpiphp ejects the device tens of
-/// milliseconds after device_del, not pciehp's 5 s.
+/// The sweep's unplug and die points with q35's ACPI PCI hotplug: acpiphp ejects the device
+/// tens of milliseconds after device_del, not pciehp's 5 s.
 pub const SWEEP_ACPI: Scenario = Scenario {
-    about: "x86_64 only: the sweep's unplug points with q35's ACPI PCI hotplug, acpiphp ejecting the device within milliseconds of the strike",
+    about: "x86_64 only: the sweep's unplug and die points with q35's ACPI PCI hotplug, acpiphp ejecting the device within milliseconds of device_del",
     machine: Machine::Hotplug(Slot::Acpi),
-    check: Check::Sweep(&[(qemu_device::model::FaultKind::Unplug, 3)]),
+    check: Check::Sweep(crate::sweep::SAMPLE_ACPI),
     ..Scenario::runner("sweep-acpi", script!("sweep-acpi"), Duration::from_secs(600))
 };
 pub const PROBE_ERROR: Scenario = driver_scenario(

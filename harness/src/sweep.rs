@@ -13,29 +13,38 @@ use std::fmt;
 /// exactly this many, so the sweep cannot silently miss accesses a changed driver adds.
 pub const PROBE_ACCESSES: u64 = 80;
 
-/// The kinds swept, one boot re-arming binding after binding: the device comes back when
-/// cleared (`vanish`), was never gone (`error`; `aer`, which the host injects at the root port
-/// when it sees the strike), or is plugged in afresh (`unplug`: the host sends device_del when
-/// it sees the strike, pciehp removes the device).
-pub const KINDS: [FaultKind; 4] = [
+/// The kinds swept (the chart's rows), one boot re-arming binding after binding: the device
+/// comes back when cleared (`vanish`), was never gone (`error`; `aer`, which the host injects
+/// at the root port when it sees the strike), or is plugged in afresh (`unplug`: the host
+/// sends device_del when it sees the strike; `die`: the server is gone, the guest has it
+/// unplugged).
+pub const KINDS: [FaultKind; 5] = [
     FaultKind::Vanish,
     FaultKind::Error,
     FaultKind::Aer,
     FaultKind::Unplug,
+    FaultKind::Die,
 ];
 
 /// What a sweep scenario sweeps: its kinds, each with the points the default run draws of
 /// it per arch.
 pub type Sample = &'static [(FaultKind, usize)];
 
-/// The `sweep` scenario's: every kind each run, and one `unplug` only, which costs pciehp's
-/// 5 s and a replug (about 6 s against 0.5 to 1 s for the others).
+/// The `sweep` scenario's: every kind but `die` each run, and one `unplug` only, which costs
+/// pciehp's 5 s and a replug (about 6 s against 0.5 to 1 s for the others). No `die` point:
+/// QEMU 11.1 sometimes aborts when a vfio-user server dies under a posted write (README, "The
+/// removal-point sweep"), which would fail a run for QEMU's sake; `--sweep` runs them.
 pub const SAMPLE: Sample = &[
     (FaultKind::Vanish, 2),
     (FaultKind::Error, 2),
     (FaultKind::Aer, 1),
     (FaultKind::Unplug, 1),
+    (FaultKind::Die, 0),
 ];
+
+/// The `sweep-acpi` scenario's (x86_64): the kinds that unplug, where acpiphp ejects within
+/// milliseconds (no `die` point by default, as for `SAMPLE`).
+pub const SAMPLE_ACPI: Sample = &[(FaultKind::Unplug, 3), (FaultKind::Die, 0)];
 
 /// Where in the driver's accesses a fault strikes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -68,13 +77,6 @@ impl std::str::FromStr for Point {
         let usage = "a point is KIND:N (probe's N-th access, 1 to 80) or KIND:wN (the N-th write after probe; w1 is remove()'s RESET)";
         let (kind, at) = s.split_once(':').ok_or_else(|| format!("`{s}`: {usage}"))?;
         let kind: FaultKind = kind.parse().map_err(|e| format!("`{s}`: {e}"))?;
-        if !KINDS.contains(&kind) {
-            let names: Vec<_> = KINDS.iter().map(|k| k.name()).collect();
-            return Err(format!(
-                "`{s}`: the sweep runs {} faults (the device's `{kind}` is not swept yet)",
-                names.join(", ")
-            ));
-        }
         let (writes, n) = match at.strip_prefix('w') {
             Some(n) => (true, n),
             None => (false, at),
@@ -249,7 +251,6 @@ mod tests {
             ("vanish:81", "80 accesses"),
             ("vanish:x", "KIND:N"),
             ("melt:3", "no fault kind"),
-            ("die:3", "not swept yet"),
         ] {
             let e = bad.parse::<Point>().unwrap_err();
             assert!(e.contains(why), "{bad}: {e}");
@@ -301,7 +302,7 @@ mod tests {
         let line = cmdline(&all);
         assert_eq!(
             line,
-            "pcirig.points=vanish:1-80,vanish:w1,error:1-80,error:w1,aer:1-80,aer:w1,unplug:1-80,unplug:w1"
+            "pcirig.points=vanish:1-80,vanish:w1,error:1-80,error:w1,aer:1-80,aer:w1,unplug:1-80,unplug:w1,die:1-80,die:w1"
         );
         assert_eq!(
             parse_list(line.strip_prefix("pcirig.points=").unwrap()),

@@ -27,15 +27,15 @@ ended() {
     *) rmmod pci_rig ;;
     esac
 }
-# back KIND: the device as it was before the point: the fault cleared, or
-# after an unplug a fresh device (the host's replug, once QEMU finished the
-# unplug).
+# back KIND: the device as it was before the point: the fault cleared, or a
+# fresh device (the host's replug, once QEMU finished the unplug) after an
+# unplug, or after the server died (this unplugs its device first).
 back() {
-    if [ "$1" = unplug ]; then
-        host replug && wait_for 300 find_dev
-    else
-        device_sync '{"cmd":"clear_fault"}'
-    fi
+    case $1 in
+    unplug) host replug && wait_for 300 find_dev ;;
+    die) host unplug && wait_for 300 gone && host replug && wait_for 300 find_dev ;;
+    *) device_sync '{"cmd":"clear_fault"}' ;;
+    esac
 }
 clean_binding() {
     insmod /lib/modules/pci_rig.ko && bound_to pci_rig && rmmod pci_rig

@@ -11,9 +11,17 @@
 //! binding ends the worker says how many reads it made (`worker_stopped
 //! accesses=N`); a binding still open when the guest powered off may read
 //! any number.
+//!
+//! A device server that a `die` fault stopped logged the access it died at
+//! (which it never answered: QEMU gave the guest all-ones) and nothing
+//! after. What the binding did after that is not in its log: its reports
+//! are counted apart (`unwitnessed`; each read must have answered
+//! all-ones), and the MMIO oracle, which sees every guest access, is their
+//! witness.
 
 use crate::guest::device::{Access, Claimed, Kind, Region};
 use crate::judge::driver::{Actor, Binding};
+use qemu_device::model::FaultKind;
 
 /// The register the worker reads.
 const WORKER_READS: u64 = regmap::reg::MAGIC;
@@ -34,6 +42,9 @@ pub struct Accounted {
     pub user: usize,
     /// Worker reads (counted ones and, for an open binding, the rest).
     pub worker: u64,
+    /// Driver reports after its device server died (a `die` fault), which no
+    /// device log holds (the MMIO oracle sees them).
+    pub unwitnessed: usize,
     /// Each binding's probe in the device's log, in order.
     #[serde(skip)]
     pub probes: Vec<Probe>,
@@ -62,6 +73,36 @@ pub struct Ended {
     pub server: usize,
     /// The number of its last BAR access in that server's log.
     pub last: u64,
+}
+
+/// Whether the device server died at `a` (a `die` fault struck it).
+pub fn died_at(a: &Access) -> bool {
+    a.fault == Some(FaultKind::Die)
+}
+
+/// Whether `c` reports `a`. An access the device died at was never answered: QEMU gave the
+/// guest all-ones, so a read's report says so, whatever the device computed.
+fn reports(c: &Claimed, a: &Access) -> bool {
+    if died_at(a) && c.kind == Kind::Read {
+        let value = Access {
+            value: Some(c.value),
+            ..a.clone()
+        };
+        c.value & ALL_ONES == ALL_ONES && c.is(&value)
+    } else {
+        c.is(a)
+    }
+}
+
+/// A report after the device died: a read must have answered all-ones.
+fn after_death(c: &Claimed, who: &str) -> Result<(), String> {
+    if c.kind == Kind::Read && c.value & ALL_ONES != ALL_ONES {
+        return Err(format!(
+            "{who} reported {} after the device server died, which QEMU answers with all-ones",
+            claimed(c)
+        ));
+    }
+    Ok(())
 }
 
 /// Whether `a` is a read the worker makes.
@@ -96,6 +137,8 @@ struct Log<'a> {
     servers: Vec<Vec<&'a Access>>,
     server: usize,
     at: usize,
+    /// Reports after the current server died.
+    unwitnessed: usize,
 }
 
 impl<'a> Log<'a> {
@@ -106,12 +149,28 @@ impl<'a> Log<'a> {
 
     /// Moves on to the next server once this one's accesses are all used:
     /// a binding's accesses never span two servers, but the next actor may
-    /// be on the next one.
+    /// be on the next one. Not past a server that died: what the actor does
+    /// after that reaches no server.
     fn next_server_if_done(&mut self) {
+        while self.server + 1 < self.servers.len() && self.peek().is_none() && !self.dead() {
+            self.server += 1;
+            self.at = 0;
+        }
+    }
+
+    /// A new actor begins: on the next server once this one's accesses are
+    /// all used, also one that died.
+    fn next_actor(&mut self) {
         while self.server + 1 < self.servers.len() && self.peek().is_none() {
             self.server += 1;
             self.at = 0;
         }
+    }
+
+    /// Every access of the current server is used, and it died at its last.
+    fn dead(&self) -> bool {
+        let log = &self.servers[self.server];
+        self.at == log.len() && log.last().is_some_and(|a| died_at(a))
     }
 
     /// The accesses not used yet.
@@ -127,8 +186,12 @@ impl<'a> Log<'a> {
     /// The next access must be `c`.
     fn exact(&mut self, c: &Claimed, who: &str) -> Result<(), String> {
         self.next_server_if_done();
+        if self.dead() {
+            self.unwitnessed += 1;
+            return after_death(c, who);
+        }
         match self.peek() {
-            Some(a) if c.is(a) => {
+            Some(a) if reports(c, a) => {
                 self.at += 1;
                 Ok(())
             }
@@ -154,7 +217,7 @@ impl<'a> Log<'a> {
                 break;
             }
             let Some(a) = self.peek() else { break };
-            if claims.peek().is_some_and(|c| c.is(a)) {
+            if claims.peek().is_some_and(|c| reports(c, a)) {
                 claims.next();
             } else if is_worker_read(a) && b.worker_reads.is_none_or(|n| reads < n) {
                 // The worker stops at its first all-ones read: every read
@@ -176,6 +239,16 @@ impl<'a> Log<'a> {
                 ));
             }
             self.at += 1;
+        }
+        if self.dead() {
+            // The rest happened after the server died: the reports are
+            // counted apart, and the worker's last reads (all-ones, from
+            // QEMU) reached no log.
+            for c in claims {
+                self.unwitnessed += 1;
+                after_death(c, &format!("binding {k}: the driver"))?;
+            }
+            return Ok(reads);
         }
         if let Some(c) = claims.next() {
             return Err(format!(
@@ -216,6 +289,7 @@ pub fn account(history: &[Actor], servers: &[&[Access]]) -> Result<Accounted, St
             .collect(),
         server: 0,
         at: 0,
+        unwitnessed: 0,
     };
     let mut n = Accounted::default();
     let mut open = None;
@@ -227,12 +301,15 @@ pub fn account(history: &[Actor], servers: &[&[Access]]) -> Result<Accounted, St
         }
         match actor {
             Actor::User(c) => {
+                log.next_actor();
                 n.user += 1;
                 log.exact(c, &format!("user space (access {})", n.user))?;
             }
             Actor::Driver(b) => {
+                log.next_actor();
                 n.bindings += 1;
                 let k = n.bindings;
+                let (server, from) = (log.server, log.at);
                 if b.probe_claims.is_empty() {
                     return Err(format!(
                         "binding {k}: the driver reported no MMIO access during probe"
@@ -244,11 +321,11 @@ pub fn account(history: &[Actor], servers: &[&[Access]]) -> Result<Accounted, St
                         &format!("binding {k}: the driver's probe (access {})", i + 1),
                     )?;
                 }
-                let Some(from) = log.at.checked_sub(b.probe_claims.len()) else {
+                if log.server != server || log.at == from {
                     return Err(format!(
-                        "binding {k}: its probe's accesses span two device servers"
+                        "binding {k}: its probe's accesses span two device servers, or none reached one"
                     ));
-                };
+                }
                 let matched = &log.servers[log.server][from..log.at];
                 n.probes.push(Probe {
                     binding: k,
@@ -278,6 +355,7 @@ pub fn account(history: &[Actor], servers: &[&[Access]]) -> Result<Accounted, St
             }
         }
     }
+    n.unwitnessed = log.unwitnessed;
     let left = log.left();
     if left > 0 {
         return Err(format!(
@@ -293,6 +371,7 @@ pub fn account(history: &[Actor], servers: &[&[Access]]) -> Result<Accounted, St
 mod tests {
     use super::*;
     use crate::judge::driver::history;
+    use qemu_device::model::FaultKind;
 
     fn access(seq: u64, region: &str, offset: u64, value: u64, kind: &str) -> Access {
         crate::judge::test_access(seq, region, offset, 4, value, kind)
@@ -351,6 +430,68 @@ mod tests {
         account(&history(&lines(console))?, &[log])
     }
 
+    /// A probe refused after its device server died at its second access (a
+    /// `die` fault), then a binding on the fresh device plugged in after it.
+    const DIED: &[&str] = &[
+        "pci_rig 0000:01:00.0: event probe_begin",
+        "pci_rig 0000:01:00.0: # mmio r bar0 0x0 4 0x70726967",
+        "pci_rig 0000:01:00.0: # mmio w bar0 0x8 4 0x5",
+        "pci_rig 0000:01:00.0: # mmio r bar0 0x8 4 0xffffffff",
+        "pci_rig 0000:01:00.0: step scratch FAIL wrote=0x5 read=0xffffffff",
+        "pci_rig 0000:01:00.0: event probe_begin",
+        "pci_rig 0000:01:00.0: # mmio r bar0 0x0 4 0x70726967",
+        "pci_rig 0000:01:00.0: event probe_done",
+        "pci_rig 0000:01:00.0: event remove_begin",
+        "pci_rig 0000:01:00.0: # mmio w bar0 0x50 4 0x1",
+        "pci_rig 0000:01:00.0: event remove_done",
+        "pci_rig 0000:01:00.0: event worker_stopped reason=Refused accesses=0",
+    ];
+
+    fn died_logs() -> (Vec<Access>, Vec<Access>) {
+        let mut first = log(&[MAGIC, ("bar0", 8, 5, "write")]);
+        first[1].fault = Some(FaultKind::Die);
+        (first, log(&[MAGIC, ("bar0", 0x50, 1, "write")]))
+    }
+
+    #[test]
+    fn what_a_binding_did_after_its_device_died_is_counted_apart() {
+        let (first, second) = died_logs();
+        let n = account(&history(&lines(DIED)).unwrap(), &[&first, &second]).unwrap();
+        assert_eq!((n.bindings, n.unwitnessed, n.driver), (2, 1, 5));
+        assert_eq!((n.probes[0].server, n.probes[1].server), (0, 1));
+        // A read after the death that answered anything but all-ones is a lie.
+        let lie: Vec<String> = lines(DIED)
+            .into_iter()
+            .map(|l| l.replace("r bar0 0x8 4 0xffffffff", "r bar0 0x8 4 0x5"))
+            .collect();
+        let e = account(&history(&lie).unwrap(), &[&first, &second]).unwrap_err();
+        assert!(e.contains("after the device server died"), "{e}");
+        // The access it died at, read: QEMU answered all-ones, whatever the device computed.
+        let mut read_died = log(&[MAGIC]);
+        read_died[0].fault = Some(FaultKind::Die);
+        let one = [
+            "pci_rig 0000:01:00.0: event probe_begin",
+            "pci_rig 0000:01:00.0: # mmio r bar0 0x0 4 0xffffffff",
+            "pci_rig 0000:01:00.0: step identify FAIL magic 0xffffffff",
+        ];
+        let n = check(&one, &read_died).unwrap();
+        assert_eq!(n.unwitnessed, 0);
+        let claimed_magic = [
+            "pci_rig 0000:01:00.0: event probe_begin",
+            "pci_rig 0000:01:00.0: # mmio r bar0 0x0 4 0x70726967",
+            "pci_rig 0000:01:00.0: step identify ok magic=0x70726967",
+        ];
+        assert!(
+            check(&claimed_magic, &read_died).is_err(),
+            "the guest never got the device's answer"
+        );
+        // Without the die mark, the same log is one access short.
+        let (mut first, second) = died_logs();
+        first[1].fault = None;
+        let e = account(&history(&lines(DIED)).unwrap(), &[&first, &second]).unwrap_err();
+        assert!(e.contains("the device's next access was"), "{e}");
+    }
+
     #[test]
     fn gone_is_backed_by_the_devices_own_answers() {
         // One binding whose worker read MAGIC, then all-ones, and said Gone.
@@ -404,6 +545,7 @@ mod tests {
                 driver: 5,
                 user: 0,
                 worker: 3,
+                unwitnessed: 0,
                 probes: vec![
                     Probe {
                         binding: 1,

@@ -15,11 +15,17 @@ use crate::guest::device::{Access, Kind, Region};
 use crate::judge::accounting::Probe;
 use crate::judge::driver::{self, Actor, Binding, ProbeEnd, STEPS};
 use crate::sweep::{At, Point, PROBE_ACCESSES};
+use qemu_device::model::FaultKind;
 use serde::Serialize;
 
 /// The longest a faulted probe may take: one lost interrupt's wait (the driver's
 /// `IRQ_WAIT_MS`, 1 s) plus a clean probe's time on a loaded TCG host.
 pub const PROBE_LIMIT_MS: f64 = 5000.0;
+
+/// What QEMU waits for a vfio-user server's answer (`vfio-user-pci`'s `x-msg-timeout`, whose
+/// default the rig keeps) before it gives the guest all-ones: a `die` point's struck access
+/// takes that long.
+pub const QEMU_MSG_TIMEOUT_MS: f64 = 5000.0;
 
 /// One point's outcome, for report.json and the chart.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -138,9 +144,13 @@ pub fn judge(
             _ => refused_at(faulted).map_err(|e| fail(format!("{e}; the struck access {what}")))?,
         };
         let probe_ms = durations.get(2 * i).copied().flatten();
-        if let Some(ms) = probe_ms.filter(|&ms| ms > PROBE_LIMIT_MS) {
+        let limit = match point.kind {
+            FaultKind::Die => PROBE_LIMIT_MS + QEMU_MSG_TIMEOUT_MS,
+            _ => PROBE_LIMIT_MS,
+        };
+        if let Some(ms) = probe_ms.filter(|&ms| ms > limit) {
             return Err(fail(format!(
-                "probe took {ms:.0} ms with the fault struck at {what}, more than the {PROBE_LIMIT_MS:.0} ms a lost interrupt allows: the driver waited on a gone device"
+                "probe took {ms:.0} ms with the fault struck at {what}, more than the {limit:.0} ms a lost interrupt (and for `die`, QEMU's wait for the dead server) allows: the driver waited on a gone device"
             )));
         }
         match clean.end() {
@@ -321,7 +331,6 @@ mod tests {
     use super::*;
     use crate::guest::device::Claimed;
     use crate::judge::driver::Step;
-    use qemu_device::model::FaultKind;
     use regmap::reg::{MAGIC, RESET, SCRATCH};
 
     fn binding(steps: &[(&str, bool)], probed: bool, claims: usize) -> Binding {
@@ -506,6 +515,23 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("probe took 6000 ms"), "{e}");
+        // A die point's struck access waits QEMU's 5 s more.
+        let mut died = log.clone();
+        died[4].fault = Some(FaultKind::Die);
+        let history = [
+            Actor::Driver(binding(REFUSED_AT_SCRATCH, false, 10)),
+            Actor::Driver(clean()),
+        ];
+        let r = judge(
+            "sweep",
+            &["die:5".parse().unwrap()],
+            &history,
+            &probes((1, 10), (11, 90)),
+            &[&died],
+            &lines,
+        )
+        .unwrap();
+        assert_eq!(r[0].probe_ms, Some(6000.0));
     }
 
     #[test]
