@@ -392,7 +392,8 @@ pub const SWEEP: Scenario = Scenario {
     about: "a device fault (vanish, error, aer, unplug, die) struck at one of probe's accesses or at remove()'s RESET, one point per binding: each binding ends cleanly whatever probe made of it, the next clean one binds",
     machine: Machine::Hotplug(Slot::Pciehp),
     check: Check::Sweep(crate::sweep::SAMPLE),
-    ..Scenario::runner("sweep", script!("sweep"), Duration::from_secs(600))
+    // Plus `sweep::budget` for the run's points.
+    ..Scenario::runner("sweep", script!("sweep"), Duration::from_secs(120))
 };
 /// The sweep's unplug and die points with q35's ACPI PCI hotplug: acpiphp ejects the device
 /// tens of milliseconds after device_del, not pciehp's 5 s.
@@ -400,7 +401,7 @@ pub const SWEEP_ACPI: Scenario = Scenario {
     about: "x86_64 only: the sweep's unplug and die points with q35's ACPI PCI hotplug, acpiphp ejecting the device within milliseconds of device_del",
     machine: Machine::Hotplug(Slot::Acpi),
     check: Check::Sweep(crate::sweep::SAMPLE_ACPI),
-    ..Scenario::runner("sweep-acpi", script!("sweep-acpi"), Duration::from_secs(600))
+    ..Scenario::runner("sweep-acpi", script!("sweep-acpi"), Duration::from_secs(120))
 };
 pub const PROBE_ERROR: Scenario = driver_scenario(
     "probe-error",

@@ -173,6 +173,21 @@ pub fn sample(seed: u64, arch: Arch, sample: Sample) -> Vec<Point> {
     picked
 }
 
+/// What a sweep boot may take for `points`, beyond its scenario's own timeout: a bound per
+/// point (two bindings; a lost interrupt's 1 s; an unplug's 5 s pciehp delay and replug; a
+/// death's 5 s QEMU timeout on top), several times what they take.
+pub fn budget(points: &[Point]) -> std::time::Duration {
+    let secs: u64 = points
+        .iter()
+        .map(|p| match p.kind {
+            FaultKind::Vanish | FaultKind::Error | FaultKind::Aer => 5,
+            FaultKind::Unplug => 20,
+            FaultKind::Die => 30,
+        })
+        .sum();
+    std::time::Duration::from_secs(secs)
+}
+
 /// `pcirig.points=` for the guest's command line: runs of probe points of one kind written
 /// `KIND:A-B`, so that every point fits riscv64's 1024-byte command line (and the kernel's
 /// printed copy of it, which the judge reads).
@@ -255,6 +270,17 @@ mod tests {
             let e = bad.parse::<Point>().unwrap_err();
             assert!(e.contains(why), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn a_sweeps_budget_grows_with_its_points_and_their_kinds() {
+        let p = |s: &str| s.parse::<Point>().unwrap();
+        assert_eq!(budget(&[]).as_secs(), 0);
+        assert_eq!(
+            budget(&[p("vanish:1"), p("unplug:2"), p("die:w1")]).as_secs(),
+            55
+        );
+        assert_eq!(budget(&every()).as_secs(), 81 * (3 * 5 + 20 + 30));
     }
 
     #[test]

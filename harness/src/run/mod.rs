@@ -463,8 +463,13 @@ impl Rig<'_> {
             Check::CompileFail => self.compile_fail().map(plain),
             Check::IdTable => self.id_table().map(plain),
             _ => {
+                // A sweep's boot lasts as long as its points take.
+                let budget = match s.check {
+                    Check::Sweep(sample) => crate::sweep::budget(&self.sweep.points(arch, sample)),
+                    _ => Duration::ZERO,
+                };
                 let s = &Scenario {
-                    timeout: s.timeout * self.p.slowdown,
+                    timeout: (s.timeout + budget) * self.p.slowdown,
                     ..*s
                 };
                 self.boot(s, dir).map(|(c, device, host)| {
