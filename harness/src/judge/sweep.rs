@@ -85,8 +85,9 @@ pub fn judge(
         let (faulted, clean) = (bindings[2 * i], bindings[2 * i + 1]);
         let fail = |why: String| {
             format!(
-                "point {point} (binding {}): {why}; replay it alone: cargo xtask test --scenario {scenario} --sweep-point {point}",
-                2 * i + 1
+                "point {point} (binding {}): {why}; replay it alone: cargo xtask test --scenario {scenario} --sweep-point {point}{}",
+                2 * i + 1,
+                around(lines, point)
             )
         };
         let probe = &probes[2 * i];
@@ -196,6 +197,34 @@ fn refused_at(b: &Binding) -> Result<String, String> {
                 .collect::<Vec<_>>()
         )),
     }
+}
+
+/// The driver's lines of the point's faulted binding (its `# mmio` reports left out), at most
+/// `AROUND` of them from the last, after the guest's `pcirig: point P` mark: where it was.
+fn around(lines: &[String], point: &Point) -> String {
+    const AROUND: usize = 6;
+    let mark = format!("pcirig: point {point}");
+    let Some(start) = lines.iter().position(|l| strip_timestamp(l) == mark) else {
+        return String::new();
+    };
+    let mut said: Vec<&str> = Vec::new();
+    for l in &lines[start + 1..] {
+        let Some(text) = driver::driver_text(l) else {
+            continue;
+        };
+        if text.starts_with("# mmio") {
+            continue;
+        }
+        said.push(text);
+        if text.starts_with("event probe_done") || text.contains(" FAIL ") {
+            break;
+        }
+    }
+    let from = said.len().saturating_sub(AROUND);
+    format!(
+        "\nthe driver's last lines of that probe:\n  {}",
+        said[from..].join("\n  ")
+    )
 }
 
 /// An access as `r|w REGISTER` (BAR0) or `r|w bar2+OFFSET`.
@@ -515,6 +544,29 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("probe took 6000 ms"), "{e}");
+        assert!(
+            !e.contains("the driver's last lines"),
+            "no `pcirig: point` mark, no lines: {e}"
+        );
+        let mut marked = lines.clone();
+        marked.insert(0, "[    0.900000] pcirig: point vanish:5".into());
+        let history = [
+            Actor::Driver(binding(REFUSED_AT_SCRATCH, false, 10)),
+            Actor::Driver(clean()),
+        ];
+        let e = judge(
+            "sweep",
+            &["vanish:5".parse().unwrap()],
+            &history,
+            &probes((1, 10), (11, 90)),
+            &[&log],
+            &marked,
+        )
+        .unwrap_err();
+        assert!(
+            e.ends_with("the driver's last lines of that probe:\n  event probe_begin\n  step scratch FAIL wrote=0x0 read=0xffffffff"),
+            "{e}"
+        );
         // A die point's struck access waits QEMU's 5 s more.
         let mut died = log.clone();
         died[4].fault = Some(FaultKind::Die);
