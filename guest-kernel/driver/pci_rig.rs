@@ -194,9 +194,14 @@ fn operate(
     }
 }
 
+/// SCRATCH's patterns, each unlike the one before it and the first unlike the register's reset
+/// value (0): a write the device dropped reads back as the previous value and fails its step
+/// (the removal-point sweep found the dropped first write of 0 passing).
+const SCRATCH_PATTERNS: [u32; 5] = [!0, 0, 0xa5a5_5a5a, 0x5a5a_a5a5, 0x1234_5678];
+
 /// The MMIO self-test of REGISTERS.md, one reported step at a time.
 fn selftest(sh: &Shared, pdev: &pci::Device, io: &Regs) -> Result {
-    for pattern in [0, !0, 0xa5a5_5a5a, 0x5a5a_a5a5, 0x1234_5678] {
+    for pattern in SCRATCH_PATTERNS {
         wr!(sh, pdev, io, pattern, reg::SCRATCH);
         let back = rd!(sh, pdev, io, reg::SCRATCH);
         step(
@@ -248,15 +253,18 @@ fn selftest(sh: &Shared, pdev: &pci::Device, io: &Regs) -> Result {
         dev_info!(pdev, "# mmio r bar0 {:#x} 4 {:#x}\n", reg::SCRATCH, v);
     }
     drop(report);
+    // Inside, the checked read must also answer what the scratch step left there.
+    let left = SCRATCH_PATTERNS[SCRATCH_PATTERNS.len() - 1];
     step(
         pdev,
         "try_access_bounds",
-        past_end == Err(EINVAL) && unaligned == Err(EINVAL) && inside.is_ok(),
+        past_end == Err(EINVAL) && unaligned == Err(EINVAL) && inside == Ok(left),
         format_args!(
-            "past_end={:?} unaligned={:?} inside_ok={}",
+            "past_end={:?} unaligned={:?} inside={:?} want={:#x}",
             past_end.err(),
             unaligned.err(),
-            inside.is_ok()
+            inside.ok(),
+            left
         ),
     )?;
 

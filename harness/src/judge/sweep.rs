@@ -266,7 +266,7 @@ pub fn table(results: &[PointResult]) -> String {
         .iter()
         .map(|r| {
             format!(
-                "{:<12} {:<22} struck {:<18} probe {}",
+                "{:<12} {:<30} struck {:<18} probe {}",
                 r.point,
                 r.outcome,
                 r.struck,
