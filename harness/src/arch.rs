@@ -106,14 +106,21 @@ impl Arch {
         v
     }
 
-    /// Kernel parameters every boot of this arch gets besides the console. x86_64:
-    /// `no_timer_check`, since under TCG on a loaded host the IO-APIC timer check at boot can
-    /// miss its ticks and panic ("IO-APIC + timer doesn't work!", seen once in a warm matrix);
-    /// QEMU's timer is known good.
-    pub fn kernel_args(self) -> &'static str {
+    /// Kernel parameters every boot of this arch gets besides the console. x86_64: the boot's
+    /// timer checks and calibrations poll against QEMU's clock, and on a loaded host a vCPU
+    /// that is descheduled meanwhile gets them wrong: the IO-APIC timer check panicked a boot
+    /// ("IO-APIC + timer doesn't work!"), and in 12 boots at once 4 calibrated the TSC at 77
+    /// to 630 MHz against the host's 2594, so the guest's clock ran up to 40 times fast and a
+    /// driver's 1 s interrupt wait expired in milliseconds. So `no_timer_check` (QEMU's timer
+    /// is known good), and `tsc_early_khz=` the host's TSC frequency: TCG's guest TSC is the
+    /// host's (`host_tsc_khz`).
+    pub fn kernel_args(self) -> String {
         match self {
-            Arch::X86_64 => "no_timer_check",
-            Arch::Arm64 | Arch::Riscv64 => "",
+            Arch::X86_64 => match host_tsc_khz() {
+                Some(khz) => format!("no_timer_check tsc_early_khz={khz}"),
+                None => "no_timer_check".into(),
+            },
+            Arch::Arm64 | Arch::Riscv64 => String::new(),
         }
     }
 
@@ -123,6 +130,40 @@ impl Arch {
             Arch::Arm64 => "ttyAMA0",
         }
     }
+}
+
+/// The host's TSC frequency in kHz, measured once against the monotonic clock over 50 ms
+/// (both keep counting while this thread is descheduled), when the host is x86_64 with an
+/// invariant TSC (`constant_tsc` and `nonstop_tsc`); else `None`.
+pub fn host_tsc_khz() -> Option<u64> {
+    static KHZ: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *KHZ.get_or_init(|| {
+        let flags = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+        let flags = flags.lines().find(|l| l.starts_with("flags"))?;
+        let invariant = ["constant_tsc", "nonstop_tsc"]
+            .iter()
+            .all(|f| flags.split_whitespace().any(|w| w == *f));
+        if !invariant {
+            return None;
+        }
+        tsc_khz_over(std::time::Duration::from_millis(50))
+    })
+}
+
+#[cfg(target_arch = "x86_64")]
+fn tsc_khz_over(span: std::time::Duration) -> Option<u64> {
+    // SAFETY: RDTSC reads a counter; it has no preconditions and touches no memory.
+    let tsc = || unsafe { std::arch::x86_64::_rdtsc() };
+    let (t0, c0) = (std::time::Instant::now(), tsc());
+    std::thread::sleep(span);
+    let (c1, t1) = (tsc(), std::time::Instant::now());
+    let ns = (t1 - t0).as_nanos() as u64;
+    (ns > 0).then(|| (c1.wrapping_sub(c0)).saturating_mul(1_000_000) / ns)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn tsc_khz_over(_: std::time::Duration) -> Option<u64> {
+    None
 }
 
 impl fmt::Display for Arch {
@@ -144,6 +185,14 @@ impl FromStr for Arch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_host_tsc_is_measured_alike_twice() {
+        let Some(khz) = host_tsc_khz() else { return };
+        assert!((100_000..10_000_000).contains(&khz), "{khz} kHz");
+        let again = tsc_khz_over(std::time::Duration::from_millis(20)).unwrap();
+        assert!(khz.abs_diff(again) * 50 < khz, "{khz} then {again} kHz");
+    }
 
     #[test]
     fn parses_every_name_and_rejects_others() {
