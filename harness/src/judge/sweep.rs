@@ -1,8 +1,8 @@
 //! The removal-point sweep, point by point (`sweep`, `images/scenarios/sweep.sh`). Each point
-//! makes two bindings: the faulted one and, the fault cleared, a clean one. Per point, by the
-//! driver's lines and the device's own log:
-//! - the fault struck where it was asked: probe's N-th device access of the faulted binding
-//!   (the device's count, not the driver's), or remove()'s RESET for `wN`;
+//! makes two bindings: the faulted one and, the device back (the fault cleared, or a fresh one
+//! plugged in), a clean one. Per point, by the driver's lines and the device's own log:
+//! - the fault of the point's kind struck where it was asked: probe's N-th device access of
+//!   the faulted binding (the device's count, not the driver's), or remove()'s RESET for `wN`;
 //! - the faulted probe bound, or refused cleanly: its steps so far in order, each passed but
 //!   the last, which failed; and it took no longer than a lost interrupt's wait allows;
 //! - the clean binding bound with every step, in exactly `PROBE_ACCESSES` accesses.
@@ -108,6 +108,12 @@ pub fn judge(
             )));
         };
         let what = format!("#{} {}", hit.seq, describe(hit));
+        if hit.fault != Some(point.kind) {
+            return Err(fail(format!(
+                "the device's strike at {what} was {:?}, not {}",
+                hit.fault, point.kind
+            )));
+        }
         match point.at {
             At::Probe(n) => {
                 let nth = log
@@ -467,6 +473,15 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("struck 0 times"), "{e}");
+        let e = run(
+            "error:5",
+            faulted(),
+            clean(),
+            &log(90, 5, FaultKind::Vanish),
+            &p,
+        )
+        .unwrap_err();
+        assert!(e.contains("was Some(Vanish), not error"), "{e}");
         let e = run(
             "vanish:5",
             faulted(),
