@@ -283,6 +283,25 @@ pub fn table(results: &[PointResult]) -> String {
         .join("\n")
 }
 
+/// A colour of hue `h` (degrees) at 60 % saturation and 48 % lightness, as `#rrggbb` (which
+/// every SVG viewer reads; not all read `hsl()`).
+fn hue(h: usize) -> String {
+    let (s, l) = (0.60, 0.48);
+    let c = (1.0 - f64::abs(2.0 * l - 1.0)) * s;
+    let x = c * (1.0 - f64::abs((h as f64 / 60.0) % 2.0 - 1.0));
+    let (r, g, b) = match h / 60 {
+        0 => (c, x, 0.0),
+        1 => (x, c, 0.0),
+        2 => (0.0, c, x),
+        3 => (0.0, x, c),
+        4 => (x, 0.0, c),
+        _ => (c, 0.0, x),
+    };
+    let m = l - c / 2.0;
+    let byte = |v: f64| ((v + m) * 255.0).round() as u8;
+    format!("#{:02x}{:02x}{:02x}", byte(r), byte(g), byte(b))
+}
+
 /// The points as one SVG: access along x (probe's 1 to `PROBE_ACCESSES`, then remove()'s
 /// RESET), one row per fault kind, each swept cell coloured by its outcome (its title says
 /// the point, the outcome and the struck access); a legend below.
@@ -304,7 +323,7 @@ pub fn chart(title: &str, results: &[PointResult]) -> String {
         .position(|x| *x == o)
     {
         None => "#5aa05a".to_string(),
-        Some(i) => format!("hsl({}, 60%, 48%)", (20 + i * 137) % 360),
+        Some(i) => hue((20 + i * 137) % 360),
     };
     let kinds = crate::sweep::KINDS;
     let width = LEFT + columns * CELL + 20;
@@ -630,6 +649,13 @@ mod tests {
             svg.contains("fill=\"#5aa05a\"><title>vanish:2: bound"),
             "bound keeps its colour"
         );
+    }
+
+    #[test]
+    fn hues_are_hex_colours() {
+        assert_eq!(hue(0), "#c43131");
+        assert_eq!(hue(120), "#31c431");
+        assert_eq!(hue(240), "#3131c4");
     }
 
     #[test]
