@@ -315,15 +315,16 @@ pub fn chart(title: &str, results: &[PointResult]) -> String {
     let mut outcomes: Vec<&str> = results.iter().map(|r| r.outcome.as_str()).collect();
     outcomes.sort();
     outcomes.dedup();
-    // Bound is always green; the others by their place in the legend, hues a golden angle
-    // apart (as many as the driver has steps, all told apart).
+    // Bound is always green; the others by their place in the legend (as many as the driver
+    // has steps, all told apart).
     let colour = |o: &str| match outcomes
         .iter()
         .filter(|x| **x != "bound")
         .position(|x| *x == o)
     {
         None => "#5aa05a".to_string(),
-        Some(i) => hue((20 + i * 137) % 360),
+        // Hues a golden angle apart, green's (80 to 160 degrees) left to `bound`.
+        Some(i) => hue((160 + (i * 137) % 280) % 360),
     };
     let kinds = crate::sweep::KINDS;
     let width = LEFT + columns * CELL + 20;
