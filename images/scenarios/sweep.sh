@@ -3,7 +3,8 @@
 # the N-th write after probe, remove()'s RESET for w1). Per point: the
 # faulted binding (insmod, and rmmod), which must end cleanly whatever probe
 # made of the fault; then the device back (the fault cleared; after an
-# unplug, a fresh device plugged in) and a clean binding, which must bind.
+# unplug or a death, a fresh device plugged in) and a clean binding, which
+# must bind.
 # The host judges each point by the driver's lines and the device's log.
 # plan: 5 per point
 check device_present find_dev
@@ -17,9 +18,9 @@ point_check() {
     check "point_${point%%:*}_${point#*:}_$name" "$@"
 }
 # ended KIND AT: the faulted binding ends by rmmod; for an unplug, pciehp
-# or acpiphp removes the device too (the host sends device_del when the fault strikes:
-# during probe, so the removal comes first; at remove()'s RESET, during the
-# rmmod).
+# or acpiphp removes the device too (the host sends device_del when the
+# fault strikes: during probe, so the removal comes first; at remove()'s
+# RESET, during the rmmod).
 ended() {
     case $1:$2 in
     unplug:w*) rmmod pci_rig && wait_for 300 gone ;;
