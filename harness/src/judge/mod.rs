@@ -583,7 +583,7 @@ fn judge_sweep(
         .filter_map(|p| p.probe_ms)
         .fold(0.0, f64::max);
     let summary = format!(
-        ", sweep: {} points ({}), each struck where asked by the device's log, each faulted binding ended cleanly and the next clean one bound with all {} accesses; outcomes: {}; slowest faulted probe {slowest:.0} ms; {} bindings accounted for ({} accesses, {} worker reads), {quiesced} ended with bus mastering and MSI off, {irq_counts} IRQ_COUNT reads equal to the acks{seen}",
+        ", sweep: {} points ({}), each struck where asked by the device's log, each faulted binding ended cleanly and the next clean one bound with all {} accesses; outcomes: {}; slowest faulted probe {slowest:.0} ms; {} bindings accounted for ({} accesses, {} worker reads, {} reported after their device server died, which only the MMIO oracle saw), {quiesced} ended with bus mastering and MSI off, {irq_counts} IRQ_COUNT reads equal to the acks{seen}",
         results.len(),
         crate::sweep::cmdline(&points)
             .trim_start_matches("pcirig.points=")
@@ -592,7 +592,8 @@ fn judge_sweep(
         outcomes.join(", "),
         n.bindings,
         n.driver,
-        n.worker
+        n.worker,
+        n.unwitnessed
     );
     Ok((summary, n, results))
 }
