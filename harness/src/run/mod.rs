@@ -477,6 +477,14 @@ impl Rig<'_> {
                     if j.verdict == Verdict::Pass {
                         j.timings.extend(host);
                     }
+                    // A QEMU that failed says why on its stderr (an assertion, an abort).
+                    if c.exit.is_some_and(|e| !e.success()) {
+                        let stderr = std::fs::read_to_string(dir.join("qemu-stderr.log"))
+                            .unwrap_or_default();
+                        if let Some(last) = last_words(&stderr) {
+                            j.reason.push_str(&format!("; QEMU's last words: {last}"));
+                        }
+                    }
                     j
                 })
             }
@@ -645,6 +653,11 @@ fn device_request(
             Some(format!("device request {json}: {e:#}")),
         ),
     }
+}
+
+/// The last line a program wrote to its stderr, if any.
+fn last_words(stderr: &str) -> Option<&str> {
+    stderr.lines().map(str::trim).rfind(|l| !l.is_empty())
 }
 
 /// What the host injects when an `aer` fault strikes: an uncorrectable non-fatal error at the
@@ -1168,6 +1181,16 @@ impl Runner<'_> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn qemus_last_words_are_its_last_line() {
+        let stderr = "qemu-system-x86_64: Unable to write to socket: Broken pipe\nqemu-system-x86_64: util/error.c:62: error_setv: Assertion `*errp == NULL' failed.\n\n";
+        assert_eq!(
+            super::last_words(stderr),
+            Some("qemu-system-x86_64: util/error.c:62: error_setv: Assertion `*errp == NULL' failed.")
+        );
+        assert_eq!(super::last_words(" \n"), None);
+    }
+
     #[test]
     fn run_ids_are_timestamps_with_the_pid() {
         let id = super::run_id();
