@@ -213,9 +213,9 @@ pub struct SweepPace {
     pub passed: bool,
 }
 
-/// The points the bench times: every fifth of `sweep::every()` but `die`'s (which QEMU may
-/// abort on, README), so every other kind, refusals at most steps, lost-interrupt waits and
-/// remove()'s RESET are in the mix.
+/// The points the bench times: every fifth of `sweep::every()` but `die`'s (each waits QEMU's
+/// 5 s and an unplug: `sweep-acpi` has them), so every other kind, refusals at most steps,
+/// lost-interrupt waits and remove()'s RESET are in the mix.
 pub fn sweep_pace_points() -> Vec<crate::sweep::Point> {
     crate::sweep::every()
         .into_iter()

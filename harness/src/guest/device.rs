@@ -54,6 +54,10 @@ pub struct DeviceServer {
     pub socket: PathBuf,
     pub control: PathBuf,
     log: PathBuf,
+    /// QEMU waits for the server's answer to each BAR write too (`x-no-posted-writes`): a
+    /// server that dies at a posted write makes QEMU 11.1 abort (README, "The removal-point
+    /// sweep"), one that dies at a waited-for write times out as at a read.
+    pub unposted_writes: bool,
 }
 
 impl DeviceServer {
@@ -80,6 +84,7 @@ impl DeviceServer {
             socket,
             control,
             log,
+            unposted_writes: false,
         };
         let deadline = Instant::now() + Duration::from_secs(10);
         // QEMU needs the vfio-user socket, the harness the control socket.
@@ -108,12 +113,16 @@ impl DeviceServer {
 
     /// The same as QMP `device_add` arguments (hot-plugging it).
     pub fn device_add(&self) -> Value {
-        json!({
+        let mut d = json!({
             "driver": "vfio-user-pci",
             "id": QEMU_ID,
             "bus": "rp0",
             "socket": {"path": self.socket, "type": "unix"},
-        })
+        });
+        if self.unposted_writes {
+            d["x-no-posted-writes"] = json!(true);
+        }
+        d
     }
 
     /// One control request (a [`Request`], or any JSON for requests that

@@ -259,7 +259,10 @@ impl Rig<'_> {
         };
         let mut servers = Vec::new();
         if let Some(bin) = bin {
-            servers.push(DeviceServer::start(bin, &dir, &sockets)?);
+            let mut server = DeviceServer::start(bin, &dir, &sockets)?;
+            // The sweep's servers may die at a write (`die`).
+            server.unposted_writes = matches!(s.check, Check::Sweep(_));
+            servers.push(server);
         }
         let mut g = self.guest(s, &dir);
         let mut node_window = None;
@@ -735,7 +738,8 @@ fn host_action(
                 Duration::from_secs(30),
             )?;
             let d = boot_dir(&dir.join(format!("replug-{}", servers.len())))?;
-            let server = DeviceServer::start(bin, &d, &qemu::socket_dir(&d)?)?;
+            let mut server = DeviceServer::start(bin, &d, &qemu::socket_dir(&d)?)?;
+            server.unposted_writes = servers.last().is_some_and(|s| s.unposted_writes);
             let added = qmp.execute("device_add", server.device_add());
             servers.push(server);
             added?;
