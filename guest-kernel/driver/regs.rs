@@ -57,6 +57,15 @@ pub(crate) mod reg {
 
     /// WO. Writing `0x00000001` resets the device: every BAR0 register to its reset value, the BAR2 window to zeros, the interrupt line low, an operation in flight abandoned. Other values do nothing. Config space, knobs, access log and counters are kept.
     pub(crate) const RESET: usize = 0x050;
+
+    /// RW. Bits 31:0 of the bus address (IOVA) a DMA operation starts at. See "DMA".
+    pub(crate) const DMA_ADDR_LO: usize = 0x060;
+
+    /// RW. Bits 63:32 of that bus address.
+    pub(crate) const DMA_ADDR_HI: usize = 0x064;
+
+    /// RO. How many address bits the DMA engine drives: the DMA mask a driver sets. A range past it fails with DMA_MASK.
+    pub(crate) const DMA_BITS: usize = 0x068;
 }
 
 // The device's PCI identity (config space).
@@ -126,6 +135,15 @@ pub(crate) const OP_FILL: u32 = 0x2;
 /// Every byte := !byte.
 pub(crate) const OP_INVERT: u32 = 0x3;
 
+/// DMA from guest memory at DMA_ADDR into the range; RESULT = CRC-32 of the range.
+pub(crate) const OP_DMA_TO_DEVICE: u32 = 0x4;
+
+/// DMA from the range into guest memory at DMA_ADDR; RESULT = CRC-32 of the range.
+pub(crate) const OP_DMA_FROM_DEVICE: u32 = 0x5;
+
+/// DMA-read OP_LENGTH bytes of guest memory at DMA_ADDR; RESULT = their CRC-32 (OP_OFFSET unused).
+pub(crate) const OP_DMA_CRC32: u32 = 0x6;
+
 // Error codes, in STATUS bits 15:8.
 
 /// Opcode not in the table.
@@ -136,6 +154,15 @@ pub(crate) const ERR_BAD_RANGE: u32 = 0x2;
 
 /// The force_error knob is set.
 pub(crate) const ERR_FORCED: u32 = 0x3;
+
+/// A DMA opcode while the command register's Bus Master Enable is clear.
+pub(crate) const ERR_NO_BUS_MASTER: u32 = 0x4;
+
+/// The DMA range reaches past DMA_BITS address bits.
+pub(crate) const ERR_DMA_MASK: u32 = 0x5;
+
+/// Part of the DMA range is not guest memory QEMU mapped for the device (a master abort).
+pub(crate) const ERR_DMA_FAULT: u32 = 0x6;
 
 // INT_STATUS / INT_ENABLE / INT_RAISE / INT_ACK bits.
 
@@ -150,3 +177,11 @@ pub(crate) const INT_SOFT: u32 = 0x4;
 
 /// Every source bit the device implements.
 pub(crate) const INT_ALL: u32 = 0x7;
+
+// The DMA engine.
+
+/// Address bits the engine drives (DMA_BITS reads it): a 32-bit DMA mask.
+pub(crate) const DMA_ADDRESS_BITS: u32 = 0x20;
+
+/// The longest DMA, in bytes: BAR2's size, also for OP_DMA_CRC32.
+pub(crate) const DMA_MAX_LENGTH: u32 = 0x10000;

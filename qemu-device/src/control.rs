@@ -63,6 +63,8 @@ pub enum Request {
     },
     Fault {},
     ClearFault {},
+    /// The DMA engine: guest memory QEMU mapped for the device, and the DMA log.
+    Dma {},
 }
 
 /// What every reply says, whatever the request: whether it was carried out, and if not, why
@@ -146,6 +148,14 @@ pub fn handle(model: &mut Model, req: Request) -> Value {
         Request::ClearFault {} => {
             model.clear_fault();
             json!({ "ok": true, "fault": model.fault() })
+        }
+        Request::Dma {} => {
+            let windows: Vec<_> = model
+                .dma()
+                .windows()
+                .map(|(iova, size)| json!({ "iova": iova, "size": size }))
+                .collect();
+            json!({ "ok": true, "windows": windows, "log": model.dma().log() })
         }
     }
 }

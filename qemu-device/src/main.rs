@@ -12,11 +12,12 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 const USAGE: &str = "\
-usage: pci-rig-device --socket PATH --control PATH [--access-log PATH]
+usage: pci-rig-device --socket PATH --control PATH [--access-log PATH] [--dma-log PATH]
 
   --socket PATH      vfio-user socket for QEMU's -device vfio-user-pci (created, mode 0600)
   --control PATH     JSON-lines control socket (created, mode 0600)
   --access-log PATH  on exit or SIGTERM/SIGINT/SIGHUP, write the access log here (JSON lines)
+  --dma-log PATH     likewise the DMA log: QEMU's maps and unmaps, every DMA (JSON lines)
 
 Serves one QEMU connection and exits when QEMU disconnects.
 Set PCI_RIG_DEVICE_LOG=debug|info|warn for diagnostics on stderr (default warn).";
@@ -25,10 +26,11 @@ struct Args {
     socket: PathBuf,
     control: PathBuf,
     access_log: Option<PathBuf>,
+    dma_log: Option<PathBuf>,
 }
 
 fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Option<Args>, String> {
-    let (mut socket, mut control, mut access_log) = (None, None, None);
+    let (mut socket, mut control, mut access_log, mut dma_log) = (None, None, None, None);
     while let Some(arg) = it.next() {
         let (name, inline) = match arg.split_once('=') {
             Some((n, v)) if n.starts_with("--") => (n.to_string(), Some(v.to_string())),
@@ -39,6 +41,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Option<Args>, Stri
             "--socket" => &mut socket,
             "--control" => &mut control,
             "--access-log" => &mut access_log,
+            "--dma-log" => &mut dma_log,
             _ => return Err(format!("unknown argument `{name}`")),
         };
         let value = match inline.or_else(|| it.next()) {
@@ -53,6 +56,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Option<Args>, Stri
         socket: socket.ok_or("missing `--socket PATH`")?,
         control: control.ok_or("missing `--control PATH`")?,
         access_log,
+        dma_log,
     }))
 }
 
@@ -117,7 +121,7 @@ fn serve(args: &Args) -> Result<(), String> {
         std::thread::spawn(move || {
             let sig = wait_signal(&signals);
             eprintln!("pci-rig-device: signal {sig}, stopping");
-            let code = match write_log(&device, paths.access_log.as_deref()) {
+            let code = match write_log(&device, &paths.logs) {
                 Ok(()) => 0,
                 Err(e) => {
                     eprintln!("pci-rig-device: {e}");
@@ -134,7 +138,7 @@ fn serve(args: &Args) -> Result<(), String> {
         args.control.display()
     );
     let served = transport::run(&server, device.clone());
-    let written = write_log(&device, args.access_log.as_deref());
+    let written = write_log(&device, &Logs::from(args));
     drop(server);
     cleanup(args);
     served.map_err(|e| format!("vfio-user: {e}"))?;
@@ -166,8 +170,23 @@ fn bind_both(args: &Args) -> Result<(vfio_user::Server, UnixListener), String> {
     Ok((server, control))
 }
 
-fn write_log(device: &Mutex<Device>, path: Option<&Path>) -> Result<(), String> {
-    let Some(path) = path else { return Ok(()) };
+/// Where the logs go on exit.
+#[derive(Clone)]
+struct Logs {
+    access: Option<PathBuf>,
+    dma: Option<PathBuf>,
+}
+
+impl Logs {
+    fn from(a: &Args) -> Self {
+        Self {
+            access: a.access_log.clone(),
+            dma: a.dma_log.clone(),
+        }
+    }
+}
+
+fn write_log(device: &Mutex<Device>, logs: &Logs) -> Result<(), String> {
     // A signal and QEMU hanging up can arrive together: the first thread
     // writes the log, the other finds it written (rewriting it could be cut
     // short by the first one ending the process).
@@ -177,11 +196,25 @@ fn write_log(device: &Mutex<Device>, path: Option<&Path>) -> Result<(), String> 
         return Ok(());
     }
     *written = true;
-    let err = |e: std::io::Error| format!("{}: cannot write access log: {e}", path.display());
-    let mut out = BufWriter::new(std::fs::File::create(path).map_err(err)?);
     let d = control::lock(device);
-    for a in d.model.log().since(0) {
-        serde_json::to_writer(&mut out, a).map_err(|e| err(e.into()))?;
+    if let Some(path) = &logs.access {
+        json_lines(path, "access log", d.model.log().since(0))?;
+    }
+    if let Some(path) = &logs.dma {
+        json_lines(path, "DMA log", d.model.dma().log())?;
+    }
+    Ok(())
+}
+
+fn json_lines<T: serde::Serialize>(
+    path: &Path,
+    what: &str,
+    items: impl IntoIterator<Item = T>,
+) -> Result<(), String> {
+    let err = |e: std::io::Error| format!("{}: cannot write the {what}: {e}", path.display());
+    let mut out = BufWriter::new(std::fs::File::create(path).map_err(err)?);
+    for a in items {
+        serde_json::to_writer(&mut out, &a).map_err(|e| err(e.into()))?;
         out.write_all(b"\n").map_err(err)?;
     }
     out.flush().map_err(err)
@@ -189,14 +222,14 @@ fn write_log(device: &Mutex<Device>, path: Option<&Path>) -> Result<(), String> 
 
 struct PathsToClean {
     sockets: [PathBuf; 2],
-    access_log: Option<PathBuf>,
+    logs: Logs,
 }
 
 impl PathsToClean {
     fn from(a: &Args) -> Self {
         Self {
             sockets: [a.socket.clone(), a.control.clone()],
-            access_log: a.access_log.clone(),
+            logs: Logs::from(a),
         }
     }
 
@@ -271,9 +304,10 @@ mod tests {
 
     #[test]
     fn arguments() {
-        let a = parse("--socket /a --control=/b --access-log /c")
+        let a = parse("--socket /a --control=/b --access-log /c --dma-log /d")
             .unwrap()
             .unwrap();
+        assert_eq!(a.dma_log.unwrap().to_str(), Some("/d"));
         assert_eq!(a.socket.to_str(), Some("/a"));
         assert_eq!(a.control.to_str(), Some("/b"));
         assert_eq!(a.access_log.unwrap().to_str(), Some("/c"));

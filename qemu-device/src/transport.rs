@@ -2,9 +2,10 @@
 //! interrupt state into eventfd signals. Everything device-like lives in the model.
 
 use crate::control::{lock, Target};
-use crate::model::{FaultKind, Model, Region, BAR0_SIZE, BAR2_SIZE};
+use crate::model::{FaultKind, GuestMemory, Model, Region, BAR0_SIZE, BAR2_SIZE};
 use std::fs::File;
 use std::io::{self, Write};
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -165,6 +166,109 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// Guest memory QEMU shared with the device: `size` bytes of its file descriptor at `offset`,
+/// mapped shared, so the device's reads and writes are the guest's RAM.
+///
+/// # Invariants
+///
+/// `base` points at a live `MAP_SHARED` mapping of `map_len` bytes, `skip + len <= map_len`,
+/// unmapped only in `drop`.
+#[derive(Debug)]
+struct MappedMemory {
+    base: *mut u8,
+    map_len: usize,
+    /// Bytes from `base` to the region's first byte (mmap wants a page-aligned file offset).
+    skip: usize,
+    len: u64,
+}
+
+// SAFETY: The mapping is plain memory owned by this value; nothing about it is thread-bound.
+unsafe impl Send for MappedMemory {}
+// SAFETY: Reads and writes copy through raw pointers; the guest writes the same memory
+// concurrently anyway (it is shared with another process), so no Rust reference to it exists.
+unsafe impl Sync for MappedMemory {}
+
+impl MappedMemory {
+    fn new(fd: &File, offset: u64, size: u64) -> io::Result<Self> {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
+        let aligned = offset - offset % page;
+        let skip = (offset - aligned) as usize;
+        let map_len = usize::try_from(size)
+            .ok()
+            .and_then(|s| s.checked_add(skip))
+            .ok_or_else(|| io::Error::other(format!("DMA_MAP size {size:#x} too large")))?;
+        // SAFETY: A fresh shared mapping of QEMU's file; the kernel picks the address, so no
+        // existing memory is replaced. The result is checked below.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                aligned as libc::off_t,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::other(format!(
+                "DMA_MAP: cannot map {size:#x} bytes of QEMU's memory at offset {offset:#x}: {e}"
+            )));
+        }
+        Ok(Self {
+            base: base.cast(),
+            map_len,
+            skip,
+            len: size,
+        })
+    }
+}
+
+impl GuestMemory for MappedMemory {
+    fn size(&self) -> u64 {
+        self.len
+    }
+
+    fn read(&self, offset: u64, buf: &mut [u8]) {
+        assert!(
+            offset + buf.len() as u64 <= self.len,
+            "read past the mapping"
+        );
+        // SAFETY: In bounds (checked above, and the type invariant); `buf` is ours.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.base.add(self.skip + offset as usize),
+                buf.as_mut_ptr(),
+                buf.len(),
+            )
+        };
+    }
+
+    fn write(&self, offset: u64, data: &[u8]) {
+        assert!(
+            offset + data.len() as u64 <= self.len,
+            "write past the mapping"
+        );
+        // SAFETY: In bounds (checked above, and the type invariant); no reference into the
+        // mapping exists.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                data.as_ptr(),
+                self.base.add(self.skip + offset as usize),
+                data.len(),
+            )
+        };
+    }
+}
+
+impl Drop for MappedMemory {
+    fn drop(&mut self) {
+        // SAFETY: The mapping is ours (type invariant) and no copy is running (`&mut self`).
+        unsafe { libc::munmap(self.base.cast(), self.map_len) };
+    }
+}
+
 fn region_of(index: u32) -> io::Result<Region> {
     match index {
         VFIO_PCI_BAR0_REGION_INDEX => Ok(Region::Bar0),
@@ -220,16 +324,32 @@ impl ServerBackend for Backend {
     fn dma_map(
         &mut self,
         _flags: DmaMapFlags,
-        _offset: u64,
-        _address: u64,
-        _size: u64,
-        _fd: Option<File>,
+        offset: u64,
+        address: u64,
+        size: u64,
+        fd: Option<File>,
     ) -> io::Result<()> {
-        // The device does no DMA; QEMU announces guest memory anyway.
+        let memory = match fd {
+            Some(fd) => {
+                Some(Arc::new(MappedMemory::new(&fd, offset, size)?) as Arc<dyn GuestMemory>)
+            }
+            None => {
+                log::warn!(
+                    "DMA_MAP {address:#x}+{size:#x} without a file descriptor: the device cannot \
+                     reach that memory (start QEMU with a shared memory backend: \
+                     -object memory-backend-memfd,share=on)"
+                );
+                None
+            }
+        };
+        log::debug!("dma_map {address:#x}+{size:#x} offset {offset:#x}");
+        lock(&self.0).model.dma_map(address, size, memory);
         Ok(())
     }
 
-    fn dma_unmap(&mut self, _flags: DmaUnmapFlags, _address: u64, _size: u64) -> io::Result<()> {
+    fn dma_unmap(&mut self, _flags: DmaUnmapFlags, address: u64, size: u64) -> io::Result<()> {
+        log::debug!("dma_unmap {address:#x}+{size:#x}");
+        lock(&self.0).model.dma_unmap(address, size);
         Ok(())
     }
 

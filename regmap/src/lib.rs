@@ -131,6 +131,11 @@ registers! {
         "Number of interrupts the device raised (rising edges that reached the line; see \"Interrupts\"). Wraps.";
     RESET = 0x050, Wo, None,
         "Writing `0x00000001` resets the device: every BAR0 register to its reset value, the BAR2 window to zeros, the interrupt line low, an operation in flight abandoned. Other values do nothing. Config space, knobs, access log and counters are kept.";
+    DMA_ADDR_LO = 0x060, Rw, Some(0),
+        "Bits 31:0 of the bus address (IOVA) a DMA operation starts at. See \"DMA\".";
+    DMA_ADDR_HI = 0x064, Rw, Some(0), "Bits 63:32 of that bus address.";
+    DMA_BITS = 0x068, Ro, Some(DMA_ADDRESS_BITS),
+        "How many address bits the DMA engine drives: the DMA mask a driver sets. A range past it fails with DMA_MASK.";
 }
 
 group! {
@@ -189,6 +194,12 @@ group! {
     OP_FILL = 2;
     /// Every byte := !byte.
     OP_INVERT = 3;
+    /// DMA from guest memory at DMA_ADDR into the range; RESULT = CRC-32 of the range.
+    OP_DMA_TO_DEVICE = 4;
+    /// DMA from the range into guest memory at DMA_ADDR; RESULT = CRC-32 of the range.
+    OP_DMA_FROM_DEVICE = 5;
+    /// DMA-read OP_LENGTH bytes of guest memory at DMA_ADDR; RESULT = their CRC-32 (OP_OFFSET unused).
+    OP_DMA_CRC32 = 6;
 }
 
 group! {
@@ -199,6 +210,20 @@ group! {
     ERR_BAD_RANGE = 2;
     /// The force_error knob is set.
     ERR_FORCED = 3;
+    /// A DMA opcode while the command register's Bus Master Enable is clear.
+    ERR_NO_BUS_MASTER = 4;
+    /// The DMA range reaches past DMA_BITS address bits.
+    ERR_DMA_MASK = 5;
+    /// Part of the DMA range is not guest memory QEMU mapped for the device (a master abort).
+    ERR_DMA_FAULT = 6;
+}
+
+group! {
+    DMA, Value, "The DMA engine.",
+    /// Address bits the engine drives (DMA_BITS reads it): a 32-bit DMA mask.
+    DMA_ADDRESS_BITS = 32;
+    /// The longest DMA, in bytes: BAR2's size, also for OP_DMA_CRC32.
+    DMA_MAX_LENGTH = 0x1_0000;
 }
 
 group! {
@@ -222,6 +247,7 @@ pub const GROUPS: &[Group] = &[
     OPCODES,
     ERRORS,
     INT_BITS,
+    DMA,
 ];
 
 /// The register at `offset`, if there is one.

@@ -6,7 +6,8 @@
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use qemu_device::control::handle_line;
-use qemu_device::model::{bar0, Knobs, Model, Region, BAR0_SIZE, BAR2_SIZE};
+use qemu_device::model::dma::{Event, Outcome, VecMemory};
+use qemu_device::model::{bar0, config, Knobs, Model, Region, BAR0_SIZE, BAR2_SIZE};
 
 #[derive(Arbitrary, Debug)]
 enum Step {
@@ -36,6 +37,18 @@ enum Step {
         bits: u8,
     },
     DeviceReset,
+    /// QEMU maps guest memory (with or without a file descriptor) or unmaps it.
+    DmaMap {
+        page: u8,
+        pages: u8,
+        memory: bool,
+    },
+    DmaUnmap {
+        page: u8,
+        pages: u8,
+    },
+    /// Bus Master Enable on or off.
+    Master(bool),
 }
 
 #[derive(Arbitrary, Debug)]
@@ -52,7 +65,7 @@ fn region(r: u8) -> Region {
     }
 }
 
-const REGS: [u64; 16] = [
+const REGS: [u64; 19] = [
     bar0::MAGIC,
     bar0::VERSION,
     bar0::SCRATCH,
@@ -69,11 +82,19 @@ const REGS: [u64; 16] = [
     bar0::INT_ACK,
     bar0::IRQ_COUNT,
     bar0::RESET,
+    bar0::DMA_ADDR_LO,
+    bar0::DMA_ADDR_HI,
+    bar0::DMA_BITS,
 ];
+
+/// Guest memory for the DMA steps: 16 pages from 0xf000 on, so that ranges can start before it,
+/// end after it and cross the 32-bit mask when DMA_ADDR_HI is set.
+const PAGE: u64 = 0x1000;
 
 fuzz_target!(|steps: Vec<Step>| {
     let mut m = Model::with_log_capacity(64);
     let mut t = 0u64;
+    let mut dmas = 0;
     for step in steps {
         t += 1;
         let seq_before = m.log().next_seq();
@@ -132,6 +153,7 @@ fuzz_target!(|steps: Vec<Step>| {
                     drop_irqs: bits & 8 != 0,
                     wrong_id: bits & 16 != 0,
                     wrong_version: bits & 32 != 0,
+                    ..Knobs::default()
                 })
                 .expect("small latencies are accepted");
             }
@@ -168,6 +190,38 @@ fuzz_target!(|steps: Vec<Step>| {
             Step::DeviceReset => {
                 logged = false;
                 m.device_reset();
+            }
+            Step::DmaMap { page, pages, memory } => {
+                logged = false;
+                let size = u64::from(pages % 17) * PAGE;
+                let mem = memory.then(|| VecMemory::new(size as usize) as _);
+                m.dma_map(0xf000 + u64::from(page % 17) * PAGE, size, mem);
+            }
+            Step::DmaUnmap { page, pages } => {
+                logged = false;
+                m.dma_unmap(0xf000 + u64::from(page % 17) * PAGE, u64::from(pages % 17) * PAGE);
+            }
+            Step::Master(on) => {
+                let cmd = if on { config::CMD_MASTER } else { 0 } | config::CMD_MEMORY;
+                m.write(Region::Config, 4, &cmd.to_le_bytes(), t).unwrap();
+            }
+        }
+        // A DMA moved data only with bus mastering on, inside the mask and mapped memory.
+        let dmas_before = dmas;
+        dmas = m.dma().log().len();
+        for e in &m.dma().log()[dmas_before..] {
+            if let Event::Dma { iova, len, outcome: Outcome::Ok, .. } = *e {
+                assert!(m.registers().status & bar0::STATUS_ERROR == 0);
+                let end = iova + u64::from(len);
+                assert!(len == 0 || end - 1 < 1 << bar0::DMA_ADDRESS_BITS);
+                let mut covered = iova;
+                while covered < end {
+                    let Some((w, s)) = m.dma().windows().find(|&(w, s)| covered >= w && covered < w + s)
+                    else {
+                        panic!("DMA {iova:#x}+{len:#x} outside mapped memory at {covered:#x}");
+                    };
+                    covered = w + s;
+                }
             }
         }
         // Every access is logged exactly once; nothing else is.

@@ -2,15 +2,19 @@
 //! Offsets and values come from the register table (`regmap`), which also generates
 //! REGISTERS.md's tables; the behaviour is this file's.
 
+use super::config::CMD_MASTER;
 use super::crc32::crc32;
+use super::dma::{Direction, Event, Outcome};
 use super::Model;
 use serde::{Deserialize, Serialize};
 
 pub use regmap::reg::*;
 pub use regmap::{
-    ERR_BAD_OPCODE, ERR_BAD_RANGE, ERR_FORCED, INT_ALL, INT_DONE, INT_ERROR, INT_SOFT, MAGIC_VALUE,
-    OP_CRC32, OP_FILL, OP_INVERT, RESET_KEY, STATUS_BUSY, STATUS_CODE_SHIFT, STATUS_DONE,
-    STATUS_ERROR, VERSION_VALUE, WRONG_MAGIC_VALUE, WRONG_MAJOR_VALUE, WRONG_VERSION_VALUE,
+    DMA_ADDRESS_BITS, DMA_MAX_LENGTH, ERR_BAD_OPCODE, ERR_BAD_RANGE, ERR_DMA_FAULT, ERR_DMA_MASK,
+    ERR_FORCED, ERR_NO_BUS_MASTER, INT_ALL, INT_DONE, INT_ERROR, INT_SOFT, MAGIC_VALUE, OP_CRC32,
+    OP_DMA_CRC32, OP_DMA_FROM_DEVICE, OP_DMA_TO_DEVICE, OP_FILL, OP_INVERT, RESET_KEY, STATUS_BUSY,
+    STATUS_CODE_SHIFT, STATUS_DONE, STATUS_ERROR, VERSION_VALUE, WRONG_MAGIC_VALUE,
+    WRONG_MAJOR_VALUE, WRONG_VERSION_VALUE,
 };
 
 /// The register file. Every field resets to zero.
@@ -27,6 +31,8 @@ pub struct Registers {
     pub int_status: u32,
     pub int_enable: u32,
     pub irq_count: u32,
+    pub dma_addr_lo: u32,
+    pub dma_addr_hi: u32,
     /// The operation latched by the doorbell while BUSY.
     #[serde(skip)]
     pub(super) pending: Option<Op>,
@@ -40,6 +46,9 @@ pub(super) struct Op {
     offset: u32,
     length: u32,
     arg: u32,
+    dma_addr: u64,
+    /// The access log's number of the CMD write that rang the doorbell.
+    seq: u64,
 }
 
 /// What a 32-bit register write did.
@@ -75,6 +84,9 @@ impl Model {
             INT_ENABLE => r.int_enable,
             INT_RAISE | INT_ACK | RESET => 0,
             IRQ_COUNT => r.irq_count,
+            DMA_ADDR_LO => r.dma_addr_lo,
+            DMA_ADDR_HI => r.dma_addr_hi,
+            DMA_BITS => DMA_ADDRESS_BITS,
             _ => return None,
         })
     }
@@ -83,13 +95,15 @@ impl Model {
     pub(super) fn reg_write(&mut self, offset: u64, v: u32) -> WriteOutcome {
         let r = &mut self.regs;
         match offset {
-            MAGIC | VERSION | COUNTER | STATUS | RESULT | INT_STATUS | IRQ_COUNT => {
+            MAGIC | VERSION | COUNTER | STATUS | RESULT | INT_STATUS | IRQ_COUNT | DMA_BITS => {
                 return WriteOutcome::ReadOnly
             }
             SCRATCH => r.scratch = v,
             OP_OFFSET => r.op_offset = v,
             OP_LENGTH => r.op_length = v,
             OP_ARG => r.op_arg = v,
+            DMA_ADDR_LO => r.dma_addr_lo = v,
+            DMA_ADDR_HI => r.dma_addr_hi = v,
             INT_ENABLE => r.int_enable = v & INT_ALL,
             INT_RAISE => r.int_status |= v & INT_ALL,
             INT_ACK => r.int_status &= !v,
@@ -115,6 +129,8 @@ impl Model {
             offset: r.op_offset,
             length: r.op_length,
             arg: r.op_arg,
+            dma_addr: u64::from(r.dma_addr_hi) << 32 | u64::from(r.dma_addr_lo),
+            seq: self.log.next_seq(),
         });
         r.status = STATUS_BUSY;
         if !self.knobs.stuck_busy {
@@ -144,21 +160,36 @@ impl Model {
         self.update_irq();
     }
 
-    /// Runs an operation on the window; the result is the CRC-32 of the range afterwards.
-    /// Errors in REGISTERS.md's order: BAD_OPCODE, then BAD_RANGE, then FORCED (a malformed
-    /// request is reported as such even while errors are forced).
+    /// Runs an operation; the result is the CRC-32 of the window's range afterwards (of the
+    /// guest memory read, for OP_DMA_CRC32). Errors in REGISTERS.md's order: BAD_OPCODE,
+    /// BAD_RANGE, the DMA engine's (NO_BUS_MASTER, DMA_MASK, DMA_FAULT), then FORCED (a
+    /// malformed request is reported as such even while errors are forced).
     fn run_op(&mut self, op: Op) -> Result<u32, u32> {
-        if !matches!(op.opcode, OP_CRC32 | OP_FILL | OP_INVERT) {
+        if !matches!(
+            op.opcode,
+            OP_CRC32 | OP_FILL | OP_INVERT | OP_DMA_TO_DEVICE | OP_DMA_FROM_DEVICE | OP_DMA_CRC32
+        ) {
             return Err(ERR_BAD_OPCODE);
         }
-        let start = op.offset as usize;
-        let range = start
+        let start = if op.opcode == OP_DMA_CRC32 {
+            0
+        } else {
+            op.offset as usize
+        };
+        let end = start
             .checked_add(op.length as usize)
-            .and_then(|end| self.window.get_mut(start..end))
+            .filter(|&end| end <= self.window.len())
             .ok_or(ERR_BAD_RANGE)?;
+        if matches!(
+            op.opcode,
+            OP_DMA_TO_DEVICE | OP_DMA_FROM_DEVICE | OP_DMA_CRC32
+        ) {
+            return self.run_dma(op, start..end);
+        }
         if self.knobs.force_error {
             return Err(ERR_FORCED);
         }
+        let range = &mut self.window[start..end];
         match op.opcode {
             OP_CRC32 => {}
             OP_FILL => range.fill(op.arg as u8),
@@ -166,5 +197,56 @@ impl Model {
             _ => unreachable!("opcode checked above"),
         }
         Ok(crc32(range))
+    }
+
+    /// Runs a DMA opcode between guest memory at `op.dma_addr` and the window's `range`, and
+    /// logs it whatever its outcome.
+    fn run_dma(&mut self, op: Op, range: std::ops::Range<usize>) -> Result<u32, u32> {
+        let dir = if op.opcode == OP_DMA_FROM_DEVICE {
+            Direction::FromDevice
+        } else {
+            Direction::ToDevice
+        };
+        let len = op.length as usize;
+        let last = op.dma_addr.checked_add(op.length.saturating_sub(1).into());
+        let outcome = if self.config.command() & CMD_MASTER == 0 {
+            Err((Outcome::NoBusMaster, ERR_NO_BUS_MASTER))
+        } else if last.is_none_or(|last| last >> DMA_ADDRESS_BITS != 0) {
+            Err((Outcome::Mask, ERR_DMA_MASK))
+        } else if self.knobs.force_error {
+            Err((Outcome::Forced, ERR_FORCED))
+        } else {
+            let mut bytes = vec![0; len];
+            let moved = match dir {
+                Direction::ToDevice => self.dma.read(op.dma_addr, &mut bytes),
+                Direction::FromDevice => {
+                    bytes.copy_from_slice(&self.window[range.clone()]);
+                    self.dma.write(op.dma_addr, &bytes)
+                }
+            };
+            if !moved {
+                Err((Outcome::Fault, ERR_DMA_FAULT))
+            } else {
+                if op.opcode == OP_DMA_TO_DEVICE {
+                    self.window[range.clone()].copy_from_slice(&bytes);
+                }
+                Ok(crc32(&bytes))
+            }
+        };
+        self.dma.record(Event::Dma {
+            seq: op.seq,
+            time_ns: self.now_ns,
+            iova: op.dma_addr,
+            len: op.length,
+            dir,
+            crc_only: op.opcode == OP_DMA_CRC32,
+            outcome: outcome.map_or_else(|(o, _)| o, |_| Outcome::Ok),
+            crc: outcome.ok(),
+        });
+        match outcome {
+            Ok(moved) if op.opcode == OP_DMA_CRC32 => Ok(moved),
+            Ok(_) => Ok(crc32(&self.window[range])),
+            Err((_, code)) => Err(code),
+        }
     }
 }

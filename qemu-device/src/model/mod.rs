@@ -4,12 +4,14 @@
 pub mod bar0;
 pub mod config;
 mod crc32;
+pub mod dma;
 pub mod fault;
 mod log;
 
 pub use bar0::Registers;
 pub use config::ConfigSpace;
 pub use crc32::crc32;
+pub use dma::{DmaSpace, GuestMemory};
 pub use fault::{FaultKind, FaultState, Strike};
 pub use log::{Access, AccessLog, Class, Counters, Kind, Region};
 
@@ -113,6 +115,9 @@ pub struct Model {
     log: AccessLog,
     counters: Counters,
     fault: FaultState,
+    dma: DmaSpace,
+    /// The time of the access being handled (or the last one): when a DMA ran.
+    now_ns: u64,
 }
 
 impl Default for Model {
@@ -138,6 +143,8 @@ impl Model {
             log: AccessLog::new(capacity),
             counters: Counters::default(),
             fault: FaultState::default(),
+            dma: DmaSpace::default(),
+            now_ns: 0,
         }
     }
 
@@ -149,6 +156,7 @@ impl Model {
         data: &mut [u8],
         now_ns: u64,
     ) -> Result<(), AccessError> {
+        self.now_ns = now_ns;
         data.fill(0);
         let fault = self.strike(region, offset, data.len(), Kind::Read);
         let class = if !in_range(region, offset, data.len()) {
@@ -188,6 +196,7 @@ impl Model {
         data: &[u8],
         now_ns: u64,
     ) -> Result<(), AccessError> {
+        self.now_ns = now_ns;
         let fault = self.strike(region, offset, data.len(), Kind::Write);
         let class = if !in_range(region, offset, data.len()) {
             Class::OutOfRange
@@ -419,6 +428,28 @@ impl Model {
 
     pub fn window(&self) -> &[u8] {
         &self.window
+    }
+
+    /// QEMU mapped guest memory for the device (vfio-user DMA_MAP).
+    pub fn dma_map(
+        &mut self,
+        iova: u64,
+        size: u64,
+        memory: Option<std::sync::Arc<dyn GuestMemory>>,
+    ) {
+        let seq = self.log.next_seq();
+        self.dma.map(seq, iova, size, memory);
+    }
+
+    /// QEMU unmapped guest memory (vfio-user DMA_UNMAP).
+    pub fn dma_unmap(&mut self, iova: u64, size: u64) {
+        let seq = self.log.next_seq();
+        self.dma.unmap(seq, iova, size);
+    }
+
+    /// The DMA engine's windows and log.
+    pub fn dma(&self) -> &DmaSpace {
+        &self.dma
     }
 
     pub fn log(&self) -> &AccessLog {

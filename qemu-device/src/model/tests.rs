@@ -688,3 +688,259 @@ fn die_unplug_and_aer_strikes_are_only_recorded_by_the_model() {
     let e = "vanished".parse::<FaultKind>().unwrap_err();
     assert!(e.contains("one of: vanish, error, die, unplug, aer"), "{e}");
 }
+
+mod dma {
+    use super::super::dma::{Direction, Event, Outcome, VecMemory};
+    use super::*;
+
+    const RAM: u64 = 0x4000_0000;
+
+    /// A model with 64 KiB of guest memory at RAM, bus mastering on.
+    fn with_ram() -> (Model, std::sync::Arc<VecMemory>) {
+        let mut m = Model::new();
+        let ram = VecMemory::new(0x1_0000);
+        m.dma_map(RAM, 0x1_0000, Some(ram.clone()));
+        cfg_w32(
+            &mut m,
+            0x04,
+            u32::from(config::CMD_MEMORY | config::CMD_MASTER),
+        );
+        (m, ram)
+    }
+
+    fn dma(m: &mut Model, op: u32, iova: u64, offset: u32, len: u32) -> u32 {
+        w32(m, DMA_ADDR_LO, iova as u32);
+        w32(m, DMA_ADDR_HI, (iova >> 32) as u32);
+        run(m, op, offset, len, 0)
+    }
+
+    fn last(m: &Model) -> Event {
+        m.dma().log().last().cloned().expect("a DMA event")
+    }
+
+    fn code(status: u32) -> u32 {
+        (status >> STATUS_CODE_SHIFT) & 0xff
+    }
+
+    #[test]
+    fn copies_both_ways_and_sums_guest_memory() {
+        let (mut m, ram) = with_ram();
+        ram.write(0x100, b"123456789");
+        assert_eq!(
+            dma(&mut m, OP_DMA_TO_DEVICE, RAM + 0x100, 0x20, 9),
+            STATUS_DONE
+        );
+        assert_eq!(&m.window()[0x20..0x29], b"123456789");
+        assert_eq!(r32(&mut m, RESULT), 0xcbf4_3926);
+        let seq = m.log().next_seq() - 3; // the CMD write, before the STATUS and RESULT reads
+        assert_eq!(
+            last(&m),
+            Event::Dma {
+                seq,
+                time_ns: 0,
+                iova: RAM + 0x100,
+                len: 9,
+                dir: Direction::ToDevice,
+                crc_only: false,
+                outcome: Outcome::Ok,
+                crc: Some(0xcbf4_3926),
+            }
+        );
+        run(&mut m, OP_INVERT, 0x20, 9, 0);
+        assert_eq!(
+            dma(&mut m, OP_DMA_FROM_DEVICE, RAM + 0xfff0, 0x20, 9),
+            STATUS_DONE
+        );
+        let back: Vec<u8> = b"123456789".iter().map(|b| !b).collect();
+        assert_eq!(&ram.bytes()[0xfff0..0xfff9], &back[..]);
+        assert!(matches!(
+            last(&m),
+            Event::Dma {
+                dir: Direction::FromDevice,
+                outcome: Outcome::Ok,
+                ..
+            }
+        ));
+        assert_eq!(
+            dma(&mut m, OP_DMA_CRC32, RAM + 0x100, 0xdead, 9),
+            STATUS_DONE
+        );
+        assert_eq!(r32(&mut m, RESULT), 0xcbf4_3926);
+        assert!(matches!(
+            last(&m),
+            Event::Dma {
+                crc_only: true,
+                crc: Some(0xcbf4_3926),
+                ..
+            }
+        ));
+        assert_eq!(r32(&mut m, INT_STATUS) & INT_DONE, INT_DONE);
+    }
+
+    #[test]
+    fn refuses_without_bus_master_past_the_mask_and_outside_mapped_memory() {
+        let (mut m, ram) = with_ram();
+        ram.write(0, &[7; 16]);
+        let window = m.window().to_vec();
+        for (setup, iova, len, err, outcome) in [
+            (0u16, RAM, 16, ERR_NO_BUS_MASTER, Outcome::NoBusMaster),
+            (config::CMD_MASTER, 1 << 32, 16, ERR_DMA_MASK, Outcome::Mask),
+            (
+                config::CMD_MASTER,
+                0xffff_fff8,
+                16,
+                ERR_DMA_MASK,
+                Outcome::Mask,
+            ),
+            (
+                config::CMD_MASTER,
+                RAM - 8,
+                16,
+                ERR_DMA_FAULT,
+                Outcome::Fault,
+            ),
+            (
+                config::CMD_MASTER,
+                RAM + 0xfff8,
+                16,
+                ERR_DMA_FAULT,
+                Outcome::Fault,
+            ),
+        ] {
+            cfg_w32(&mut m, 0x04, u32::from(config::CMD_MEMORY | setup));
+            for op in [OP_DMA_TO_DEVICE, OP_DMA_FROM_DEVICE, OP_DMA_CRC32] {
+                let s = dma(&mut m, op, iova, 0, len);
+                assert_eq!(s & STATUS_ERROR, STATUS_ERROR, "{iova:#x} op {op}");
+                assert_eq!(code(s), err, "{iova:#x} op {op}");
+                assert!(
+                    matches!(last(&m), Event::Dma { outcome: o, crc: None, .. } if o == outcome),
+                    "{:?}",
+                    last(&m)
+                );
+            }
+        }
+        assert_eq!(m.window(), &window[..], "a refused DMA moved nothing");
+        assert_eq!(&ram.bytes()[..16], &[7; 16]);
+        // A malformed request is never a DMA: not logged.
+        let n = m.dma().log().len();
+        assert_eq!(
+            code(dma(&mut m, OP_DMA_TO_DEVICE, RAM, 0xfff0, 0x20)),
+            ERR_BAD_RANGE
+        );
+        assert_eq!(
+            code(dma(&mut m, OP_DMA_CRC32, RAM, 0, 0x1_0001)),
+            ERR_BAD_RANGE
+        );
+        assert_eq!(m.dma().log().len(), n);
+        // The forced error refuses a DMA that would have run.
+        cfg_w32(
+            &mut m,
+            0x04,
+            u32::from(config::CMD_MEMORY | config::CMD_MASTER),
+        );
+        set(&mut m, |k| k.force_error = true);
+        assert_eq!(
+            code(dma(&mut m, OP_DMA_FROM_DEVICE, RAM, 0, 16)),
+            ERR_FORCED
+        );
+        assert!(matches!(
+            last(&m),
+            Event::Dma {
+                outcome: Outcome::Forced,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn spans_adjacent_windows_and_forgets_unmapped_ones() {
+        let mut m = Model::new();
+        let (a, b) = (VecMemory::new(0x1000), VecMemory::new(0x1000));
+        m.dma_map(0x1000, 0x1000, Some(a.clone()));
+        m.dma_map(0x2000, 0x1000, Some(b.clone()));
+        m.dma_map(0x8000, 0x1000, None);
+        cfg_w32(&mut m, 0x04, u32::from(config::CMD_MASTER));
+        run(&mut m, OP_FILL, 0, 0x20, 0x5a);
+        assert_eq!(
+            dma(&mut m, OP_DMA_FROM_DEVICE, 0x1ff0, 0, 0x20),
+            STATUS_DONE
+        );
+        assert_eq!(&a.bytes()[0xff0..], &[0x5a; 16]);
+        assert_eq!(&b.bytes()[..16], &[0x5a; 16]);
+        assert_eq!(
+            code(dma(&mut m, OP_DMA_CRC32, 0x8000, 0, 4)),
+            ERR_DMA_FAULT,
+            "no fd: unreachable"
+        );
+        m.dma_unmap(0x2000, 0x1000);
+        assert_eq!(
+            code(dma(&mut m, OP_DMA_CRC32, 0x1ff0, 0, 0x20)),
+            ERR_DMA_FAULT
+        );
+        assert_eq!(dma(&mut m, OP_DMA_CRC32, 0x1ff0, 0, 0x10), STATUS_DONE);
+        assert_eq!(
+            m.dma().windows().collect::<Vec<_>>(),
+            vec![(0x1000, 0x1000)]
+        );
+        assert!(m.dma().log().iter().any(|e| matches!(
+            e,
+            Event::Unmap {
+                iova: 0x2000,
+                windows: 1,
+                ..
+            }
+        )));
+        assert!(m.dma().log().iter().any(|e| matches!(
+            e,
+            Event::Map {
+                iova: 0x8000,
+                memory: false,
+                ..
+            }
+        )));
+        // Every event round-trips through its JSON line.
+        for e in m.dma().log() {
+            let line = serde_json::to_string(e).unwrap();
+            assert_eq!(&serde_json::from_str::<Event>(&line).unwrap(), e, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_stuck_dma_runs_when_released_and_checks_bus_master_then() {
+        let (mut m, _ram) = with_ram();
+        set(&mut m, |k| k.stuck_busy = true);
+        assert_eq!(dma(&mut m, OP_DMA_FROM_DEVICE, RAM, 0, 8), STATUS_BUSY);
+        assert!(m
+            .dma()
+            .log()
+            .iter()
+            .all(|e| !matches!(e, Event::Dma { .. })));
+        cfg_w32(&mut m, 0x04, u32::from(config::CMD_MEMORY));
+        set(&mut m, |k| k.stuck_busy = false);
+        assert_eq!(code(r32(&mut m, STATUS)), ERR_NO_BUS_MASTER);
+        assert!(matches!(
+            last(&m),
+            Event::Dma {
+                outcome: Outcome::NoBusMaster,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn dma_registers_read_back_and_reset() {
+        let (mut m, _) = with_ram();
+        assert_eq!(r32(&mut m, DMA_BITS), DMA_ADDRESS_BITS);
+        w32(&mut m, DMA_BITS, 64);
+        assert_eq!(r32(&mut m, DMA_BITS), 32, "read-only");
+        w32(&mut m, DMA_ADDR_LO, 0x1234_5678);
+        w32(&mut m, DMA_ADDR_HI, 0x9);
+        assert_eq!(
+            (r32(&mut m, DMA_ADDR_LO), r32(&mut m, DMA_ADDR_HI)),
+            (0x1234_5678, 9)
+        );
+        w32(&mut m, RESET, RESET_KEY);
+        assert_eq!((r32(&mut m, DMA_ADDR_LO), r32(&mut m, DMA_ADDR_HI)), (0, 0));
+        assert_eq!(m.dma().windows().count(), 1, "a reset keeps QEMU's maps");
+    }
+}
