@@ -94,10 +94,23 @@ impl Arch {
             Arch::Riscv64 => &["-M", "virt,aia=aplic-imsic", "-bios", "default"],
         };
         let mut v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        // Guest RAM in a shared memfd: QEMU's vfio-user client then passes its file
+        // descriptor with each DMA_MAP, so our device can DMA into guest memory itself.
         v.extend(
-            ["-accel", "tcg", "-m", "512M", "-smp", "2"]
-                .iter()
-                .map(|s| s.to_string()),
+            [
+                "-accel",
+                "tcg",
+                "-m",
+                "512M",
+                "-object",
+                "memory-backend-memfd,id=ram,size=512M,share=on",
+                "-machine",
+                "memory-backend=ram",
+                "-smp",
+                "2",
+            ]
+            .iter()
+            .map(|s| s.to_string()),
         );
         v.extend([
             "-device".into(),

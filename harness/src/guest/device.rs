@@ -23,6 +23,10 @@ pub fn deleted(event: &serde_json::Value) -> bool {
     event["event"] == "DEVICE_DELETED" && event["data"]["device"] == QEMU_ID
 }
 
+/// A line of the device's DMA log.
+pub use qemu_device::model::dma::{
+    Direction as DmaDirection, Event as DmaEvent, Outcome as DmaOutcome,
+};
 /// The device's access-log entry and its parts: the device model's own types.
 pub use qemu_device::model::{Access, Class, Kind, Region};
 
@@ -54,6 +58,7 @@ pub struct DeviceServer {
     pub socket: PathBuf,
     pub control: PathBuf,
     log: PathBuf,
+    dma_log: PathBuf,
     /// QEMU waits for the server's answer to each BAR write too (`x-no-posted-writes`): a
     /// server that dies at a posted write makes QEMU 11.1 abort (README, "The removal-point
     /// sweep"), one that dies at a waited-for write times out as at a read.
@@ -67,6 +72,7 @@ impl DeviceServer {
         let socket = sockets.join("device.sock");
         let control = sockets.join("control.sock");
         let log = dir.join("device-access.jsonl");
+        let dma_log = dir.join("device-dma.jsonl");
         let child = Command::new(bin)
             .arg("--socket")
             .arg(&socket)
@@ -74,6 +80,8 @@ impl DeviceServer {
             .arg(&control)
             .arg("--access-log")
             .arg(&log)
+            .arg("--dma-log")
+            .arg(&dma_log)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(dir.join("device-stderr.log"))?)
@@ -84,6 +92,7 @@ impl DeviceServer {
             socket,
             control,
             log,
+            dma_log,
             unposted_writes: false,
         };
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -164,14 +173,24 @@ impl DeviceServer {
         }
         let _ = self.child.kill();
         let status = self.child.wait()?;
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let log = text
-            .lines()
-            .map(serde_json::from_str)
-            .collect::<Result<Vec<Access>, _>>()
-            .with_context(|| format!("reading the access log {}", self.log.display()))?;
-        Ok(Stopped { died, status, log })
+        let log = json_lines(&self.log, "access log")?;
+        let dma = json_lines(&self.dma_log, "DMA log")?;
+        Ok(Stopped {
+            died,
+            status,
+            log,
+            dma,
+        })
     }
+}
+
+/// A log the server wrote, one JSON value per line (none if it wrote nothing).
+fn json_lines<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<Vec<T>> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .map(serde_json::from_str)
+        .collect::<Result<Vec<T>, _>>()
+        .with_context(|| format!("reading the {what} {}", path.display()))
 }
 
 impl Drop for DeviceServer {
@@ -186,6 +205,8 @@ pub struct Stopped {
     pub died: Option<ExitStatus>,
     pub status: ExitStatus,
     pub log: Vec<Access>,
+    /// The device's DMA log: QEMU's maps and unmaps, and every DMA.
+    pub dma: Vec<DmaEvent>,
 }
 
 /// An MMIO access the guest says it made: `# mmio r|w bar0|bar2 OFFSET SIZE VALUE`.

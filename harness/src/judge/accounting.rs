@@ -51,6 +51,12 @@ pub struct Accounted {
     /// The bindings that ended (their worker stopped), in order.
     #[serde(skip)]
     pub ended: Vec<Ended>,
+    /// Per actor of the history, per report in console order: the device access it matched
+    /// (server, seq), `None` for one made after its server died.
+    #[serde(skip)]
+    pub seqs: crate::judge::dma::ClaimSeqs,
+    /// What the DMA oracle counted.
+    pub dma: crate::judge::dma::DmaFindings,
 }
 
 /// Where in the device's log a binding's probe ran: from its first access
@@ -183,17 +189,17 @@ impl<'a> Log<'a> {
             .sum()
     }
 
-    /// The next access must be `c`.
-    fn exact(&mut self, c: &Claimed, who: &str) -> Result<(), String> {
+    /// The next access must be `c`; which one it was (server, seq), if it reached a log.
+    fn exact(&mut self, c: &Claimed, who: &str) -> Result<Option<(usize, u64)>, String> {
         self.next_server_if_done();
         if self.dead() {
             self.unwitnessed += 1;
-            return after_death(c, who);
+            return after_death(c, who).map(|()| None);
         }
         match self.peek() {
             Some(a) if reports(c, a) => {
                 self.at += 1;
-                Ok(())
+                Ok(Some((self.server, a.seq)))
             }
             other => Err(format!(
                 "{who} reported {}, but the device's next access was {}",
@@ -207,7 +213,12 @@ impl<'a> Log<'a> {
     /// order, with the worker's reads between them; exactly the reads it
     /// counted when the binding ended, any number (up to the end of this
     /// server's log) when not.
-    fn worker_tail(&mut self, b: &Binding, k: usize) -> Result<u64, String> {
+    fn worker_tail(
+        &mut self,
+        b: &Binding,
+        k: usize,
+        seqs: &mut Vec<Option<(usize, u64)>>,
+    ) -> Result<u64, String> {
         let mut claims = b.later_claims.iter().peekable();
         let mut reads = 0;
         let mut last_read = None;
@@ -219,6 +230,7 @@ impl<'a> Log<'a> {
             let Some(a) = self.peek() else { break };
             if claims.peek().is_some_and(|c| reports(c, a)) {
                 claims.next();
+                seqs.push(Some((self.server, a.seq)));
             } else if is_worker_read(a) && b.worker_reads.is_none_or(|n| reads < n) {
                 // The worker stops at its first all-ones read: every read
                 // before it answered MAGIC.
@@ -246,6 +258,7 @@ impl<'a> Log<'a> {
             // QEMU) reached no log.
             for c in claims {
                 self.unwitnessed += 1;
+                seqs.push(None);
                 after_death(c, &format!("binding {k}: the driver"))?;
             }
             return Ok(reads);
@@ -303,7 +316,8 @@ pub fn account(history: &[Actor], servers: &[&[Access]]) -> Result<Accounted, St
             Actor::User(c) => {
                 log.next_actor();
                 n.user += 1;
-                log.exact(c, &format!("user space (access {})", n.user))?;
+                let seq = log.exact(c, &format!("user space (access {})", n.user))?;
+                n.seqs.push(vec![seq]);
             }
             Actor::Driver(b) => {
                 log.next_actor();
@@ -315,11 +329,12 @@ pub fn account(history: &[Actor], servers: &[&[Access]]) -> Result<Accounted, St
                         "binding {k}: the driver reported no MMIO access during probe"
                     ));
                 }
+                let mut seqs = Vec::new();
                 for (i, c) in b.probe_claims.iter().enumerate() {
-                    log.exact(
+                    seqs.push(log.exact(
                         c,
                         &format!("binding {k}: the driver's probe (access {})", i + 1),
-                    )?;
+                    )?);
                 }
                 if log.server != server || log.at == from {
                     return Err(format!(
@@ -335,7 +350,7 @@ pub fn account(history: &[Actor], servers: &[&[Access]]) -> Result<Accounted, St
                 });
                 n.driver += b.probe_claims.len() + b.later_claims.len();
                 if b.probed {
-                    n.worker += log.worker_tail(b, k)?;
+                    n.worker += log.worker_tail(b, k, &mut seqs)?;
                     if b.worker_reads.is_none() {
                         open = Some(k);
                     } else if let Some(last) =
@@ -352,6 +367,7 @@ pub fn account(history: &[Actor], servers: &[&[Access]]) -> Result<Accounted, St
                         "binding {k}: the driver reported accesses after a failed probe"
                     ));
                 }
+                n.seqs.push(seqs);
             }
         }
     }
@@ -572,6 +588,12 @@ mod tests {
                         last: 9
                     }
                 ],
+                // Each binding's reports, matched to the device's accesses.
+                seqs: vec![
+                    vec![Some((0, 2)), Some((0, 3)), Some((0, 5))],
+                    vec![Some((0, 7)), Some((0, 9))],
+                ],
+                dma: Default::default(),
             }
         );
     }

@@ -114,6 +114,15 @@ pub struct Binding {
     pub worker_reads: Option<u64>,
     /// It stopped because its last read was all-ones (`reason=Gone`).
     pub worker_gone: bool,
+    /// The `# dma` lines, each with the number of `# mmio` reports before it.
+    pub dma: Vec<(usize, super::dma::Line)>,
+}
+
+impl Binding {
+    /// Its reports in console order: probe's, then the later ones.
+    pub fn claims(&self) -> impl Iterator<Item = &Claimed> {
+        self.probe_claims.iter().chain(&self.later_claims)
+    }
 }
 
 /// How a probe ended.
@@ -190,12 +199,18 @@ pub fn history(lines: &[String]) -> Result<Vec<Actor>, String> {
         }
         let binding = match current.map(|i| &mut out[i]) {
             Some(Actor::Driver(b)) => b,
-            _ if text.starts_with("# mmio ") || text.starts_with("step ") => {
+            _ if text.starts_with("# mmio ")
+                || text.starts_with("# dma ")
+                || text.starts_with("step ") =>
+            {
                 return Err(format!("a driver line outside any probe: `{line}`"))
             }
             _ => continue,
         };
-        if let Some(c) = device::parse_claim(text) {
+        if let Some(line) = super::dma::parse(text) {
+            let at = binding.probe_claims.len() + binding.later_claims.len();
+            binding.dma.push((at, line?));
+        } else if let Some(c) = device::parse_claim(text) {
             if binding.probed {
                 binding.later_claims.push(c);
             } else {

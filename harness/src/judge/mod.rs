@@ -5,6 +5,7 @@
 pub mod accounting;
 pub mod acks;
 pub mod config;
+pub mod dma;
 pub mod driver;
 pub mod known;
 pub mod ktap;
@@ -446,8 +447,10 @@ fn logs(device: &[Stopped]) -> Vec<&[Access]> {
 /// reports is the device's next one, and the device saw nothing else.
 fn account_user_space(c: &Console, device: &[Stopped]) -> Result<(String, Accounted), String> {
     let history = driver::history(&c.lines)?;
-    let n = accounting::account(&history, &logs(device))?;
+    let mut n = accounting::account(&history, &logs(device))?;
     let seen = oracle_check(c, &history, device)?;
+    n.dma = dma::check(&history, &n, device)?;
+    let seen = format!("{seen}{}", n.dma.summary());
     if n.user == 0 || n.bindings > 0 {
         return Err(format!(
             "expected MMIO reports from user space only, got {} from user space and {} driver bindings",
@@ -545,7 +548,7 @@ fn judge_sweep(
     let r = driver::report(lines);
     let history = driver::history(lines)?;
     let points = sweep::points(lines)?;
-    let n = accounting::account(&history, &logs(device))?;
+    let mut n = accounting::account(&history, &logs(device))?;
     let bound = r.count("probe_done");
     for event in ["remove_begin", "remove_done", "worker_stopped"] {
         if r.count(event) != bound {
@@ -564,6 +567,8 @@ fn judge_sweep(
     let quiesced = config::quiesced(&n.ended, &logs(device))?;
     let irq_counts = acks::irq_count_is_acks(&n.probes, &logs(device))?;
     let seen = oracle_check(c, &history, device)?;
+    n.dma = dma::check(&history, &n, device)?;
+    let seen = format!("{seen}{}", n.dma.summary());
     let results = sweep::judge(scenario, &points, &history, &n.probes, &logs(device), lines)?;
     let aer = points
         .iter()
@@ -665,10 +670,12 @@ fn judge_driver(
             want.removes
         ));
     }
-    let n = accounting::account(&history, &logs(device))?;
+    let mut n = accounting::account(&history, &logs(device))?;
     let quiesced = config::quiesced(&n.ended, &logs(device))?;
     let irq_counts = acks::irq_count_is_acks(&n.probes, &logs(device))?;
     let seen = oracle_check(c, &history, device)?;
+    n.dma = dma::check(&history, &n, device)?;
+    let seen = format!("{seen}{}", n.dma.summary());
     // A worker that gave up in a binding that never ended left a bound
     // driver that no longer uses its device.
     if r.count("worker_gave_up") > r.count("worker_stopped") {
@@ -1596,6 +1603,7 @@ mod tests {
             died: None,
             status: std::process::ExitStatus::from_raw(0),
             log: log.to_vec(),
+            dma: Vec::new(),
         }]
     }
 

@@ -410,6 +410,7 @@ mod tests {
             later_claims: Vec::new(),
             worker_reads: probed.then_some(0),
             worker_gone: false,
+            dma: Vec::new(),
         }
     }
 

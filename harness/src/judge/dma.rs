@@ -1,0 +1,455 @@
+//! The DMA oracle: every DMA the device made, from its own DMA log, held against what the
+//! driver had mapped at that moment, by the driver's `# dma` lines (guest-kernel/driver/README.md):
+//!
+//! - `# dma map ID KIND IOVA LEN`: a mapping began (KIND `coherent`, `bidirectional`,
+//!   `to_device` or `from_device`);
+//! - `# dma unmap ID`: it ends (printed before the unmap or free);
+//! - `# dma start OP IOVA LEN CRC`: the driver's next doorbell starts a DMA (OP `to_device`,
+//!   `from_device` or `crc32`; CRC the CRC-32 of the bytes it put there, `-` for `from_device`);
+//! - `# dma received IOVA LEN CRC`: what the driver found there after a `from_device` DMA.
+//!
+//! A DMA is placed among the driver's reports exactly: the device logs it with the number of
+//! the CMD write that started it, and the accounting matched that write to one report. Rules:
+//! the range lies in one mapping live then, whose kind allows the direction; the bytes are the
+//! driver's (to the device, the CRC its start line gave; from the device, the CRC it received);
+//! bus mastering was on by the device's own config-space log; no DMA outside a binding, and no
+//! DMA nobody's report started.
+
+use crate::guest::device::{
+    Access, Claimed, DmaDirection, DmaEvent, DmaOutcome, Kind, Region, Stopped,
+};
+use crate::judge::accounting::Accounted;
+use crate::judge::driver::Actor;
+use std::collections::BTreeMap;
+
+/// One `# dma` line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Line {
+    Map {
+        id: u64,
+        kind: MapKind,
+        iova: u64,
+        len: u64,
+    },
+    Unmap {
+        id: u64,
+    },
+    Start {
+        op: Op,
+        iova: u64,
+        len: u64,
+        crc: Option<u32>,
+    },
+    Received {
+        iova: u64,
+        len: u64,
+        crc: u32,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapKind {
+    Coherent,
+    Bidirectional,
+    ToDevice,
+    FromDevice,
+}
+
+impl MapKind {
+    /// Whether the device may move data this way in such a mapping.
+    fn allows(self, dir: DmaDirection) -> bool {
+        match self {
+            MapKind::Coherent | MapKind::Bidirectional => true,
+            MapKind::ToDevice => dir == DmaDirection::ToDevice,
+            MapKind::FromDevice => dir == DmaDirection::FromDevice,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    ToDevice,
+    FromDevice,
+    Crc32,
+}
+
+impl Op {
+    /// The device's opcode for it.
+    fn opcode(self) -> u64 {
+        u64::from(match self {
+            Op::ToDevice => regmap::OP_DMA_TO_DEVICE,
+            Op::FromDevice => regmap::OP_DMA_FROM_DEVICE,
+            Op::Crc32 => regmap::OP_DMA_CRC32,
+        })
+    }
+}
+
+fn number(s: &str) -> Option<u64> {
+    match s.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+/// Parses the text of a `# dma …` line; `None` if it is not one, an error if it is one but
+/// malformed (a driver that prints a broken line must not pass unseen).
+pub fn parse(text: &str) -> Option<Result<Line, String>> {
+    let rest = text.trim_end().strip_prefix("# dma ")?;
+    let w: Vec<&str> = rest.split_whitespace().collect();
+    let n = |i: usize| w.get(i).and_then(|s| number(s));
+    let line = match w.first().copied() {
+        Some("map") if w.len() == 5 => (|| {
+            let kind = match w[2] {
+                "coherent" => MapKind::Coherent,
+                "bidirectional" => MapKind::Bidirectional,
+                "to_device" => MapKind::ToDevice,
+                "from_device" => MapKind::FromDevice,
+                _ => return None,
+            };
+            Some(Line::Map {
+                id: n(1)?,
+                kind,
+                iova: n(3)?,
+                len: n(4)?,
+            })
+        })(),
+        Some("unmap") if w.len() == 2 => n(1).map(|id| Line::Unmap { id }),
+        Some("start") if w.len() == 5 => (|| {
+            let op = match w[1] {
+                "to_device" => Op::ToDevice,
+                "from_device" => Op::FromDevice,
+                "crc32" => Op::Crc32,
+                _ => return None,
+            };
+            let crc = match w[4] {
+                "-" if op == Op::FromDevice => None,
+                s if op != Op::FromDevice => Some(u32::try_from(number(s)?).ok()?),
+                _ => return None,
+            };
+            Some(Line::Start {
+                op,
+                iova: n(2)?,
+                len: n(3)?,
+                crc,
+            })
+        })(),
+        Some("received") if w.len() == 4 => (|| {
+            Some(Line::Received {
+                iova: n(1)?,
+                len: n(2)?,
+                crc: u32::try_from(n(3)?).ok()?,
+            })
+        })(),
+        _ => None,
+    };
+    Some(line.ok_or_else(|| format!("a malformed DMA line: `{text}`")))
+}
+
+/// What the oracle counted.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DmaFindings {
+    /// Mappings the driver reported.
+    pub mappings: usize,
+    /// DMAs that moved data, each inside a live mapping with the driver's data.
+    pub moved: usize,
+    /// DMAs the device refused (no bus master, mask, fault, forced).
+    pub refused: usize,
+    /// Bytes moved.
+    pub bytes: u64,
+}
+
+/// A doorbell the accounting matched: which report (actor, claim) and which device access.
+pub type ClaimSeqs = Vec<Vec<Option<(usize, u64)>>>;
+
+/// One actor's side, as the oracle walks it: its claims, and its DMA lines each with the
+/// number of its claims before it.
+pub struct Walk<'a> {
+    pub claims: Vec<&'a Claimed>,
+    pub lines: &'a [(usize, Line)],
+    /// A driver binding (its mappings live until it ends) or user space.
+    pub binding: Option<usize>,
+    /// The binding ended (its mappings end with it).
+    pub ended: bool,
+}
+
+struct Live {
+    kind: MapKind,
+    iova: u64,
+    len: u64,
+}
+
+/// The oracle over a boot: the console's history, what the accounting matched, the servers.
+pub fn check(history: &[Actor], n: &Accounted, device: &[Stopped]) -> Result<DmaFindings, String> {
+    let mut k = 0;
+    let walks: Vec<Walk<'_>> = history
+        .iter()
+        .map(|a| match a {
+            Actor::Driver(b) => {
+                k += 1;
+                Walk {
+                    claims: b.claims().collect(),
+                    lines: &b.dma,
+                    binding: Some(k),
+                    ended: b.worker_reads.is_some() || !b.probed,
+                }
+            }
+            Actor::User(c) => Walk {
+                claims: vec![c],
+                lines: &[],
+                binding: None,
+                ended: false,
+            },
+        })
+        .collect();
+    let servers: Vec<_> = device.iter().map(|d| (&d.log[..], &d.dma[..])).collect();
+    judge(&walks, &n.seqs, &servers)
+}
+
+impl DmaFindings {
+    /// For a verdict's summary.
+    pub fn summary(&self) -> String {
+        if self.moved + self.refused == 0 {
+            return String::new();
+        }
+        format!(
+            "; DMA oracle: {} DMAs ({} bytes) each inside a mapping the driver had live, with its data, bus mastering on{}",
+            self.moved,
+            self.bytes,
+            if self.refused > 0 { format!(", {} refused by the device", self.refused) } else { String::new() }
+        )
+    }
+}
+
+/// The oracle over every actor in console order; `servers` are the device servers' access
+/// and DMA logs in attach order, `seqs` the accounting's match of each claim.
+pub fn judge(
+    walks: &[Walk<'_>],
+    seqs: &ClaimSeqs,
+    servers: &[(&[Access], &[DmaEvent])],
+) -> Result<DmaFindings, String> {
+    let mut events: BTreeMap<(usize, u64), &DmaEvent> = BTreeMap::new();
+    for (s, (_, dma)) in servers.iter().enumerate() {
+        for e in dma.iter() {
+            if let DmaEvent::Dma { seq, .. } = e {
+                events.insert((s, *seq), e);
+            }
+        }
+    }
+    let mut seen = 0;
+    let mut f = DmaFindings::default();
+    // The mappings of the last binding, while it has not ended (user space may point the
+    // device at them).
+    let mut open: BTreeMap<u64, Live> = BTreeMap::new();
+    for (ai, walk) in walks.iter().enumerate() {
+        let who = match walk.binding {
+            Some(k) => format!("binding {k}"),
+            None => "user space".to_string(),
+        };
+        if walk.binding.is_some() {
+            open.clear();
+        }
+        let mut lines = walk.lines.iter().peekable();
+        let mut start: Option<Line> = None;
+        let mut last_from: Option<(u64, u32, u32)> = None;
+        let apply = |line: &Line,
+                     open: &mut BTreeMap<u64, Live>,
+                     start: &mut Option<Line>,
+                     last_from: &mut Option<(u64, u32, u32)>,
+                     f: &mut DmaFindings|
+         -> Result<(), String> {
+            match line {
+                Line::Map { id, kind, iova, len } => {
+                    f.mappings += 1;
+                    if open
+                        .insert(*id, Live { kind: *kind, iova: *iova, len: *len })
+                        .is_some()
+                    {
+                        return Err(format!("{who}: DMA mapping {id} mapped twice"));
+                    }
+                }
+                Line::Unmap { id } => {
+                    if open.remove(id).is_none() {
+                        return Err(format!("{who}: DMA mapping {id} unmapped, but it was not mapped"));
+                    }
+                }
+                Line::Start { .. } => *start = Some(line.clone()),
+                Line::Received { iova, len, crc } => match last_from.take() {
+                    Some((at, n, moved)) if (at, u64::from(n)) == (*iova, *len) => {
+                        if moved != *crc {
+                            return Err(format!(
+                                "{who}: the driver received CRC {crc:#x} at {iova:#x}+{len:#x}, but the device wrote bytes of CRC {moved:#x}"
+                            ));
+                        }
+                    }
+                    _ => {
+                        return Err(format!(
+                            "{who}: the driver says it received {len:#x} bytes at {iova:#x}, but the device wrote none there just before"
+                        ))
+                    }
+                },
+            }
+            Ok(())
+        };
+        for (i, c) in walk.claims.iter().enumerate() {
+            while let Some((_, line)) = lines.next_if(|(pos, _)| *pos <= i) {
+                apply(line, &mut open, &mut start, &mut last_from, &mut f)?;
+            }
+            if !is_doorbell(c) {
+                continue;
+            }
+            let pending = start.take();
+            let Some(Some(at)) = seqs.get(ai).and_then(|s| s.get(i)) else {
+                // Unwitnessed (its server had died): no DMA reached a log.
+                continue;
+            };
+            let Some(&event) = events.get(at) else {
+                // Dropped before the engine (a device gone, a malformed or busy request).
+                continue;
+            };
+            seen += 1;
+            let DmaEvent::Dma {
+                iova,
+                len,
+                dir,
+                crc_only,
+                outcome,
+                crc,
+                ..
+            } = *event
+            else {
+                unreachable!("only DMA events are indexed")
+            };
+            let what = format!(
+                "the device's DMA #{} ({} {iova:#x}+{len:#x}, {})",
+                at.1,
+                if crc_only {
+                    "crc32".to_string()
+                } else {
+                    format!("{dir:?}")
+                },
+                serde_json::to_value(outcome)
+                    .map_or(String::new(), |v| v.as_str().unwrap_or("").to_string())
+            );
+            if walk.binding.is_some() {
+                match &pending {
+                    Some(Line::Start { op, iova: si, len: sl, .. })
+                        if op.opcode() == c.value && (*si, *sl) == (iova, u64::from(len)) => {}
+                    Some(other) => {
+                        return Err(format!(
+                            "{who}: {what} is not the one the driver's start line announced ({other:?})"
+                        ))
+                    }
+                    None => {
+                        return Err(format!(
+                            "{who}: {what} was started by the driver without a `# dma start` line"
+                        ))
+                    }
+                }
+            }
+            if outcome != DmaOutcome::Ok {
+                f.refused += 1;
+                continue;
+            }
+            let moved = crc.ok_or_else(|| format!("{what} moved data but logged no CRC"))?;
+            let end = iova + u64::from(len);
+            let inside = open
+                .values()
+                .find(|m| iova >= m.iova && end <= m.iova + m.len);
+            match inside {
+                Some(m) if m.kind.allows(dir) => {}
+                Some(m) => {
+                    return Err(format!(
+                        "{who}: {what} went against its mapping's direction ({:?} at {:#x}+{:#x})",
+                        m.kind, m.iova, m.len
+                    ))
+                }
+                None => {
+                    return Err(format!(
+                        "{who}: {what} fell outside every mapping the driver had live then ({})",
+                        if open.is_empty() {
+                            "none: unmapped, freed, or its binding had ended".to_string()
+                        } else {
+                            open.values()
+                                .map(|m| format!("{:?} {:#x}+{:#x}", m.kind, m.iova, m.len))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        }
+                    ))
+                }
+            }
+            if let Some(Line::Start {
+                crc: Some(wrote), ..
+            }) = pending
+            {
+                if wrote != moved {
+                    return Err(format!(
+                        "{who}: {what} read bytes of CRC {moved:#x}, the driver put bytes of CRC {wrote:#x} there"
+                    ));
+                }
+            }
+            if dir == DmaDirection::FromDevice {
+                last_from = Some((iova, len, moved));
+            }
+            let (log, _) = servers[at.0];
+            if !bus_master_on(log, at.1) {
+                return Err(format!(
+                    "{who}: {what} moved data while the device's config space had bus mastering off"
+                ));
+            }
+            f.moved += 1;
+            f.bytes += u64::from(len);
+        }
+        for (_, line) in lines {
+            apply(line, &mut open, &mut start, &mut last_from, &mut f)?;
+        }
+        if let Some((iova, len, _)) = last_from {
+            if walk.binding.is_some() {
+                return Err(format!(
+                    "{who}: the device wrote {len:#x} bytes at {iova:#x} and the driver never said what it received"
+                ));
+            }
+        }
+        if walk.ended {
+            open.clear();
+        }
+    }
+    if seen != events.len() {
+        return Err(format!(
+            "the device made {} DMAs, {seen} of them started by a reported doorbell",
+            events.len()
+        ));
+    }
+    Ok(f)
+}
+
+/// A write of a DMA opcode to CMD.
+fn is_doorbell(c: &Claimed) -> bool {
+    c.kind == Kind::Write
+        && c.region == "bar0"
+        && c.offset == regmap::reg::CMD
+        && [Op::ToDevice, Op::FromDevice, Op::Crc32]
+            .iter()
+            .any(|op| op.opcode() == c.value)
+}
+
+/// Bus Master Enable just before access `seq`, by the device's log of config writes (off at
+/// power-on).
+fn bus_master_on(log: &[Access], seq: u64) -> bool {
+    let mut on = false;
+    for a in log.iter().take_while(|a| a.seq < seq) {
+        if a.region != Region::Config || a.kind != Kind::Write || a.offset > 4 {
+            continue;
+        }
+        let at = 4 - a.offset;
+        if at < u64::from(a.size) {
+            if let Some(v) = a.value {
+                on = (v >> (8 * at)) & 0x4 != 0;
+            }
+        }
+    }
+    on
+}
+
+#[cfg(test)]
+#[path = "dma_tests.rs"]
+mod tests;

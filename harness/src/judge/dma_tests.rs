@@ -1,0 +1,219 @@
+use super::*;
+use crate::judge::{accounting, driver, test_access};
+use std::os::unix::process::ExitStatusExt;
+
+const DEV: &str = "pci_rig 0000:01:00.0: ";
+
+/// One binding: a coherent buffer, a DMA to the device and one back, then remove().
+const CLEAN: &[&str] = &[
+    "event probe_begin",
+    "# dma map 1 coherent 0x1000 0x1000",
+    "# dma start to_device 0x1000 0x10 0xabc",
+    "# mmio w bar0 0x10 4 0x4",
+    "# dma start from_device 0x1040 0x10 -",
+    "# mmio w bar0 0x10 4 0x5",
+    "# dma received 0x1040 0x10 0xdef",
+    "event probe_done",
+    "event remove_begin",
+    "# mmio w bar0 0x50 4 0x1",
+    "event remove_done",
+    "# dma unmap 1",
+    "event worker_stopped reason=Refused accesses=0",
+];
+
+fn lines(driver: &[&str], user: &[&str]) -> Vec<String> {
+    driver
+        .iter()
+        .map(|l| format!("{DEV}{l}"))
+        .chain(user.iter().map(|l| l.to_string()))
+        .collect()
+}
+
+fn dma(seq: u64, iova: u64, dir: DmaDirection, crc: u32) -> DmaEvent {
+    DmaEvent::Dma {
+        seq,
+        time_ns: seq,
+        iova,
+        len: 0x10,
+        dir,
+        crc_only: false,
+        outcome: DmaOutcome::Ok,
+        crc: Some(crc),
+    }
+}
+
+/// The device's side of `CLEAN`: bus mastering on (config write #1), the two doorbells
+/// (#2, #3), RESET (#4).
+fn device(command: u64, events: Vec<DmaEvent>, user_doorbell: bool) -> Vec<Stopped> {
+    let mut log = vec![
+        test_access(1, "config", 4, 2, command, "write"),
+        test_access(2, "bar0", 0x10, 4, 4, "write"),
+        test_access(3, "bar0", 0x10, 4, 5, "write"),
+        test_access(4, "bar0", 0x50, 4, 1, "write"),
+    ];
+    if user_doorbell {
+        log.push(test_access(5, "bar0", 0x10, 4, 5, "write"));
+    }
+    vec![Stopped {
+        died: None,
+        status: std::process::ExitStatus::from_raw(0),
+        log,
+        dma: events,
+    }]
+}
+
+fn events() -> Vec<DmaEvent> {
+    vec![
+        dma(2, 0x1000, DmaDirection::ToDevice, 0xabc),
+        dma(3, 0x1040, DmaDirection::FromDevice, 0xdef),
+    ]
+}
+
+fn judged(lines: &[String], device: &[Stopped]) -> Result<DmaFindings, String> {
+    let history = driver::history(lines)?;
+    let logs: Vec<&[Access]> = device.iter().map(|d| &d.log[..]).collect();
+    let n = accounting::account(&history, &logs)?;
+    check(&history, &n, device)
+}
+
+fn edited(f: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    let driver: Vec<String> = CLEAN
+        .iter()
+        .filter_map(|l| f(l).or(Some(l.to_string())).filter(|l| !l.is_empty()))
+        .collect();
+    let driver: Vec<&str> = driver.iter().map(|s| s.as_str()).collect();
+    lines(&driver, &[])
+}
+
+#[test]
+fn a_clean_binding_passes_and_is_counted() {
+    let f = judged(&lines(CLEAN, &[]), &device(0x6, events(), false)).unwrap();
+    assert_eq!(
+        f,
+        DmaFindings {
+            mappings: 1,
+            moved: 2,
+            refused: 0,
+            bytes: 0x20
+        }
+    );
+    assert!(f.summary().contains("2 DMAs (32 bytes)"), "{}", f.summary());
+}
+
+#[test]
+fn a_dma_outside_every_live_mapping_fails() {
+    let mut e = events();
+    e[0] = dma(2, 0x2000, DmaDirection::ToDevice, 0xabc);
+    let lie = edited(|l| {
+        (l == "# dma start to_device 0x1000 0x10 0xabc")
+            .then(|| "# dma start to_device 0x2000 0x10 0xabc".into())
+    });
+    let err = judged(&lie, &device(0x6, e, false)).unwrap_err();
+    assert!(err.contains("fell outside every mapping"), "{err}");
+}
+
+#[test]
+fn a_dma_after_its_mapping_ended_fails() {
+    // The driver unmapped before its second DMA.
+    let mut l: Vec<&str> = CLEAN.to_vec();
+    l.retain(|l| *l != "# dma unmap 1");
+    l.insert(4, "# dma unmap 1");
+    let err = judged(&lines(&l, &[]), &device(0x6, events(), false)).unwrap_err();
+    assert!(
+        err.contains("none: unmapped, freed, or its binding had ended"),
+        "{err}"
+    );
+}
+
+#[test]
+fn data_other_than_the_drivers_fails_both_ways() {
+    let mut e = events();
+    e[0] = dma(2, 0x1000, DmaDirection::ToDevice, 0x123);
+    let err = judged(&lines(CLEAN, &[]), &device(0x6, e, false)).unwrap_err();
+    assert!(
+        err.contains("read bytes of CRC 0x123, the driver put bytes of CRC 0xabc"),
+        "{err}"
+    );
+    let lie = edited(|l| {
+        l.starts_with("# dma received")
+            .then(|| "# dma received 0x1040 0x10 0x999".into())
+    });
+    let err = judged(&lie, &device(0x6, events(), false)).unwrap_err();
+    assert!(err.contains("received CRC 0x999"), "{err}");
+    let silent = edited(|l| l.starts_with("# dma received").then(String::new));
+    let err = judged(&silent, &device(0x6, events(), false)).unwrap_err();
+    assert!(err.contains("never said what it received"), "{err}");
+}
+
+#[test]
+fn a_dma_with_bus_mastering_off_fails() {
+    let err = judged(&lines(CLEAN, &[]), &device(0x2, events(), false)).unwrap_err();
+    assert!(err.contains("bus mastering off"), "{err}");
+}
+
+#[test]
+fn a_dma_against_its_mappings_direction_fails() {
+    let lie = edited(|l| {
+        l.starts_with("# dma map")
+            .then(|| "# dma map 1 to_device 0x1000 0x1000".into())
+    });
+    let err = judged(&lie, &device(0x6, events(), false)).unwrap_err();
+    assert!(err.contains("against its mapping's direction"), "{err}");
+}
+
+#[test]
+fn user_space_making_the_device_dma_after_the_binding_ended_fails() {
+    let mut e = events();
+    e.push(dma(5, 0x1040, DmaDirection::FromDevice, 0xdef));
+    let l = lines(CLEAN, &["# mmio w bar0 0x10 4 0x5"]);
+    let err = judged(&l, &device(0x6, e, true)).unwrap_err();
+    assert!(err.contains("user space: the device's DMA #5"), "{err}");
+    assert!(err.contains("binding had ended"), "{err}");
+}
+
+#[test]
+fn a_dma_nobody_started_or_unannounced_fails() {
+    let mut e = events();
+    e.push(dma(4, 0x1000, DmaDirection::ToDevice, 0xabc));
+    let err = judged(&lines(CLEAN, &[]), &device(0x6, e, false)).unwrap_err();
+    assert!(
+        err.contains("the device made 3 DMAs, 2 of them started by a reported doorbell"),
+        "{err}"
+    );
+    let unannounced = edited(|l| l.starts_with("# dma start to_device").then(String::new));
+    let err = judged(&unannounced, &device(0x6, events(), false)).unwrap_err();
+    assert!(err.contains("without a `# dma start` line"), "{err}");
+}
+
+#[test]
+fn refused_dmas_are_counted_and_malformed_lines_fail() {
+    let mut e = events();
+    e[0] = DmaEvent::Dma {
+        seq: 2,
+        time_ns: 2,
+        iova: 0x1000,
+        len: 0x10,
+        dir: DmaDirection::ToDevice,
+        crc_only: false,
+        outcome: DmaOutcome::NoBusMaster,
+        crc: None,
+    };
+    let f = judged(&lines(CLEAN, &[]), &device(0x6, e, false)).unwrap();
+    assert_eq!((f.moved, f.refused), (1, 1));
+    let broken = edited(|l| {
+        l.starts_with("# dma map")
+            .then(|| "# dma map 1 sideways 0x1000 0x1000".into())
+    });
+    let err = judged(&broken, &device(0x6, events(), false)).unwrap_err();
+    assert!(err.contains("a malformed DMA line"), "{err}");
+    assert_eq!(parse("# mmio r bar0 0x0 4 0x0"), None);
+    assert_eq!(
+        parse("# dma start crc32 0x10 0x20 0x30"),
+        Some(Ok(Line::Start {
+            op: Op::Crc32,
+            iova: 0x10,
+            len: 0x20,
+            crc: Some(0x30)
+        }))
+    );
+}
