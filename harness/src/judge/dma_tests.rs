@@ -13,6 +13,7 @@ const CLEAN: &[&str] = &[
     "# dma start from_device 0x1040 0x10 -",
     "# mmio w bar0 0x10 4 0x5",
     "# dma received 0x1040 0x10 0xdef",
+    "step dma_from_device ok",
     "event probe_done",
     "event remove_begin",
     "# mmio w bar0 0x50 4 0x1",
