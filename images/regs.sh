@@ -20,6 +20,7 @@ RESET=0x50 # WO
 DMA_ADDR_LO=0x60 # RW
 DMA_ADDR_HI=0x64 # RW
 DMA_BITS=0x68 # RO
+CAPS=0x6c # RO
 # The device's PCI identity (config space).
 VENDOR_ID=0x7072
 DEVICE_ID=0x1
@@ -62,3 +63,5 @@ INT_ALL=0x7
 # The DMA engine.
 DMA_ADDRESS_BITS=0x20
 DMA_MAX_LENGTH=0x10000
+# CAPS bits.
+CAP_STREAM=0x1

@@ -66,6 +66,9 @@ pub(crate) mod reg {
 
     /// RO. How many address bits the DMA engine drives: the DMA mask a driver sets. A range past it fails with DMA_MASK.
     pub(crate) const DMA_BITS: usize = 0x068;
+
+    /// RO. Optional features: bit 0 STREAM (the `stream` knob): the device offers a continuous receive stream, and a driver keeps a DMA from the device running while bound.
+    pub(crate) const CAPS: usize = 0x06c;
 }
 
 // The device's PCI identity (config space).
@@ -185,3 +188,8 @@ pub(crate) const DMA_ADDRESS_BITS: u32 = 0x20;
 
 /// The longest DMA, in bytes: BAR2's size, also for OP_DMA_CRC32.
 pub(crate) const DMA_MAX_LENGTH: u32 = 0x10000;
+
+// CAPS bits.
+
+/// A continuous receive stream is offered (the `stream` knob).
+pub(crate) const CAP_STREAM: u32 = 0x1;

@@ -33,6 +33,8 @@ pub struct KnobUpdate {
     pub irq_every_us: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub irq_ignore_enable: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<bool>,
 }
 
 // Unit-like variants are written `{}` so that deny_unknown_fields covers them too.
@@ -110,6 +112,7 @@ pub fn handle(model: &mut Model, req: Request) -> Value {
                 wrong_version: u.wrong_version.unwrap_or(old.wrong_version),
                 irq_every_us: u.irq_every_us.unwrap_or(old.irq_every_us),
                 irq_ignore_enable: u.irq_ignore_enable.unwrap_or(old.irq_ignore_enable),
+                stream: u.stream.unwrap_or(old.stream),
             };
             match model.set_knobs(new) {
                 Ok(()) => json!({ "ok": true, "knobs": model.knobs() }),

@@ -136,6 +136,8 @@ registers! {
     DMA_ADDR_HI = 0x064, Rw, Some(0), "Bits 63:32 of that bus address.";
     DMA_BITS = 0x068, Ro, Some(DMA_ADDRESS_BITS),
         "How many address bits the DMA engine drives: the DMA mask a driver sets. A range past it fails with DMA_MASK.";
+    CAPS = 0x06c, Ro, Some(0),
+        "Optional features: bit 0 STREAM (the `stream` knob): the device offers a continuous receive stream, and a driver keeps a DMA from the device running while bound.";
 }
 
 group! {
@@ -219,6 +221,12 @@ group! {
 }
 
 group! {
+    CAPS_BITS, Value, "CAPS bits.",
+    /// A continuous receive stream is offered (the `stream` knob).
+    CAP_STREAM = 1 << 0;
+}
+
+group! {
     DMA, Value, "The DMA engine.",
     /// Address bits the engine drives (DMA_BITS reads it): a 32-bit DMA mask.
     DMA_ADDRESS_BITS = 32;
@@ -248,6 +256,7 @@ pub const GROUPS: &[Group] = &[
     ERRORS,
     INT_BITS,
     DMA,
+    CAPS_BITS,
 ];
 
 /// The register at `offset`, if there is one.

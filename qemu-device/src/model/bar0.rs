@@ -87,6 +87,8 @@ impl Model {
             DMA_ADDR_LO => r.dma_addr_lo,
             DMA_ADDR_HI => r.dma_addr_hi,
             DMA_BITS => DMA_ADDRESS_BITS,
+            CAPS if self.knobs.stream => regmap::CAP_STREAM,
+            CAPS => 0,
             _ => return None,
         })
     }
@@ -95,7 +97,7 @@ impl Model {
     pub(super) fn reg_write(&mut self, offset: u64, v: u32) -> WriteOutcome {
         let r = &mut self.regs;
         match offset {
-            MAGIC | VERSION | COUNTER | STATUS | RESULT | INT_STATUS | IRQ_COUNT | DMA_BITS => {
+            MAGIC | VERSION | COUNTER | STATUS | RESULT | INT_STATUS | IRQ_COUNT | DMA_BITS | CAPS => {
                 return WriteOutcome::ReadOnly
             }
             SCRATCH => r.scratch = v,

@@ -47,6 +47,8 @@ pub struct Knobs {
     /// Interrupts ignore INT_ENABLE: any latched source raises one, so a driver's RESET (which
     /// clears INT_ENABLE) no longer silences the device while its binding ends.
     pub irq_ignore_enable: bool,
+    /// CAPS reads STREAM: a driver keeps a DMA from the device running while bound.
+    pub stream: bool,
 }
 
 /// The largest `latency_ns` the device accepts: 100 ms per access. Larger values are refused,

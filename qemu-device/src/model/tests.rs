@@ -944,3 +944,13 @@ mod dma {
         assert_eq!(m.dma().windows().count(), 1, "a reset keeps QEMU's maps");
     }
 }
+
+#[test]
+fn caps_reads_stream_while_the_knob_is_set() {
+    let mut m = Model::new();
+    assert_eq!(r32(&mut m, CAPS), 0);
+    set(&mut m, |k| k.stream = true);
+    assert_eq!(r32(&mut m, CAPS), regmap::CAP_STREAM);
+    w32(&mut m, CAPS, 0);
+    assert_eq!(r32(&mut m, CAPS), regmap::CAP_STREAM, "read-only");
+}
