@@ -35,9 +35,9 @@
 //! [`Device<Bound>`] it is handed, cannot run against freed memory: it runs only before 2, and
 //! the memory is freed in 4. A failed probe takes 2 to 4 as well.
 //!
-//! A driver may also drop its `Devres` earlier: the CPU can then no longer reach the memory
-//! (dropping needs the `Devres` itself, so no access is in flight), and the memory is freed or
-//! unmapped at once. Whether the *device* still uses it is beyond what the CPU side can check:
+//! A driver may also drop its `Devres` earlier (or end a mapping with [`Mapping::unmap`], which
+//! gives its buffer back): the CPU can then no longer reach the memory through it (that needs
+//! the `Devres` itself, so no access is in flight), and the memory is freed or unmapped at once. Whether the *device* still uses it is beyond what the CPU side can check:
 //! the driver must first have told its device to stop using that memory (or turned bus
 //! mastering off). A device writing to memory that was given back is a device-side fault,
 //! which pci-rig's DMA oracle judges from outside the guest.
@@ -57,7 +57,8 @@
 //! kunit scenario starts it with a 32-bit mask, and probe says so too.
 //!
 //! Probe sends a pattern from a streaming mapping to the device, fetches it back into a coherent
-//! allocation and into a second streaming mapping, and compares; it records what it saw, and the
+//! allocation and into a second streaming mapping (then unmapped early, its buffer taken back),
+//! and compares; it records what it saw, and the
 //! test thread asserts. A value tied to the binding after the allocation is released right
 //! before it, and records whether bus mastering was off by then.
 //!
@@ -88,6 +89,7 @@
 //! // 1: bus mastering was on when the witness was released, 2: it was off.
 //! static MASTER_AT_RELEASE: AtomicU32 = AtomicU32::new(0);
 //! static STASH: AtomicPtr<core::ffi::c_void> = AtomicPtr::new(core::ptr::null_mut());
+//! static KEPT_MAPPING: AtomicPtr<core::ffi::c_void> = AtomicPtr::new(core::ptr::null_mut());
 //!
 //! fn check(n: u32, ok: bool) {
 //!     if !ok {
@@ -182,7 +184,14 @@
 //!         // The CPU does not write into memory only the device writes.
 //!         check(3, streaming.write(0, 1) == Err(EPERM) && streaming.fill(0) == Err(EPERM));
 //!         check(6, streaming.read(SIZE) == Err(EINVAL) && streaming.len() == SIZE);
+//!         // Ended early: the buffer comes back, with what the device wrote.
+//!         let buf = Mapping::unmap(rx).ok_or(ENXIO)?;
+//!         check(7, buf.iter().enumerate().all(|(i, b)| *b == pattern(i)));
 //!
+//!         // A mapping kept beyond the binding, for the test thread to try to end.
+//!         let kept = KBox::new(Mapping::new(dev, KVec::from_elem(7u8, 64, GFP_KERNEL)?,
+//!                                           Direction::ToDevice, GFP_KERNEL)?, GFP_KERNEL)?;
+//!         KEPT_MAPPING.store(kept.into_foreign().cast_mut(), Ordering::SeqCst);
 //!         Devres::new_foreign_owned(dev, Witness, GFP_KERNEL)?;
 //!         let back = Arc::new(back, GFP_KERNEL)?;
 //!         STASH.store(back.clone().into_foreign().cast_mut(), Ordering::SeqCst);
@@ -209,6 +218,12 @@
 //! // Bus mastering was off before the allocation was freed, which the CPU can no longer reach.
 //! assert_eq!(MASTER_AT_RELEASE.load(Ordering::SeqCst), 2);
 //! assert!(back.try_access().is_none());
+//! // SAFETY: The probe stored this box with `into_foreign`; taken back only here.
+//! let kept = unsafe {
+//!     KBox::<Devres<Mapping>>::from_foreign(KEPT_MAPPING.swap(core::ptr::null_mut(), Ordering::SeqCst))
+//! };
+//! // The binding ended first: the buffer went with it.
+//! assert!(Mapping::unmap(KBox::into_inner(kept)).is_none());
 //! # Ok::<(), Error>(())
 //! ```
 
@@ -673,14 +688,15 @@ impl Direction {
 ///
 /// Made by [`Mapping::new`] inside a [`Devres`], so it is unmapped at the latest when the
 /// binding ends, after the device's interrupts were freed and its bus mastering turned off
-/// (see the [module documentation](self)); the buffer is freed with it. Accesses are volatile,
+/// (see the [module documentation](self)); the buffer is freed with it. [`Mapping::unmap`]
+/// ends it earlier and gives the buffer back. Accesses are volatile,
 /// as for a [`CoherentAllocation`].
 ///
 /// # Invariants
 ///
 /// `cpu_addr` is the start of `buf`'s `len` (non-zero) initialised bytes, mapped for `dev` in
-/// `dir` by `dma_map_single_attrs` at `dma_handle`, until `drop`; `buf` is not touched
-/// through a reference meanwhile.
+/// `dir` by `dma_map_single_attrs` at `dma_handle`, until `drop` or `into_buffer`; `buf` is not
+/// touched through a reference meanwhile.
 ///
 /// # Examples
 ///
@@ -696,7 +712,7 @@ impl Direction {
 pub struct Mapping {
     dev: ARef<Device>,
     // Owns the memory; only reached through `cpu_addr` while mapped.
-    _buf: KVec<u8>,
+    buf: KVec<u8>,
     cpu_addr: NonNull<u8>,
     len: usize,
     dma_handle: bindings::dma_addr_t,
@@ -709,6 +725,11 @@ unsafe impl Send for Mapping {}
 // SAFETY: Every access through `&self` is a volatile byte access or a sync, which the DMA API
 // allows from any thread.
 unsafe impl Sync for Mapping {}
+
+// Nothing of a mapping relies on its place (`ARef`, which is not `Unpin` only because the
+// device it points to is pinned, moves like a pointer): `Mapping::unmap` moves it out of its
+// `Devres`.
+impl Unpin for Mapping {}
 
 impl Mapping {
     /// Maps `buf` (its `len()` bytes) for `dev` in direction `dir`, tied to the device's current
@@ -756,7 +777,7 @@ impl Mapping {
         // into the mapping.
         let mapping = Self {
             dev: ARef::from(&**dev),
-            _buf: buf,
+            buf,
             cpu_addr,
             len,
             dma_handle,
@@ -982,11 +1003,41 @@ impl Mapping {
     }
 }
 
-impl Drop for Mapping {
-    fn drop(&mut self) {
+impl Mapping {
+    /// Ends the mapping now and gives the buffer back, synced for the CPU: what the device
+    /// wrote is in it. [`None`] if the binding ended first (the buffer went with it).
+    ///
+    /// As for dropping the `Devres`, the device must be done with the buffer. An unbind racing
+    /// this waits until the buffer is unmapped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::{devres::Devres, dma::Mapping};
+    /// fn received(rx: Devres<Mapping>) -> Result<KVec<u8>> {
+    ///     Mapping::unmap(rx).ok_or(ENXIO)
+    /// }
+    /// ```
+    pub fn unmap(mapping: Devres<Mapping>) -> Option<KVec<u8>> {
+        mapping.take_with(Mapping::into_buffer)
+    }
+
+    /// Unmaps the buffer (which syncs it for the CPU) and returns it.
+    fn into_buffer(self) -> KVec<u8> {
+        let this = core::mem::ManuallyDrop::new(self);
+        this.unmap_now();
+        // SAFETY: `this` is neither dropped nor used again: each of these fields is moved out
+        // once, and the others need no drop.
+        let (dev, buf) = unsafe { (core::ptr::read(&this.dev), core::ptr::read(&this.buf)) };
+        drop(dev);
+        buf
+    }
+
+    /// Undoes the mapping; called once, by `drop` or `into_buffer`.
+    fn unmap_now(&self) {
         // SAFETY: By the type invariant the buffer is mapped for `dev` at `dma_handle`, `len`
-        // bytes in `dir`, and not unmapped yet; the buffer itself is freed after this, with
-        // `_buf`.
+        // bytes in `dir`, and not unmapped yet (our callers run once, at the end of the
+        // mapping); the buffer itself is freed or handed back after this.
         unsafe {
             bindings::dma_unmap_page_attrs(
                 self.dev.as_raw(),
@@ -996,5 +1047,11 @@ impl Drop for Mapping {
                 0,
             )
         };
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        self.unmap_now();
     }
 }

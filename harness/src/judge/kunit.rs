@@ -138,7 +138,7 @@ pub const DOCTESTS: &[(&str, usize, &[Arch])] = &[
     ("revocable", 8, &Arch::ALL),
     ("devres", 9, &Arch::ALL),
     ("pci", 37, &Arch::ALL),
-    ("dma", 32, &Arch::ALL),
+    ("dma", 33, &Arch::ALL),
     ("irq", 5, &Arch::ALL),
     ("driver", 5, &Arch::ALL),
     ("device_id", 13, &Arch::ALL),
