@@ -14,6 +14,11 @@
 //!   (only the device's bus hands out `IrqVector`s; the constructor is `unsafe`), E0133;
 //! - `opp_outlives_table`: an `Opp` kept after its `Table` was dropped (the OPP core frees the
 //!   table's OPPs with it), E0505; arm64 and riscv64, which build the OPP abstractions;
+//! - `dma_unbound`: DMA memory allocated for a device kept beyond probe (an
+//!   `ARef<pci::Device>`, which may no longer be bound; the memory would outlive the binding),
+//!   E0308;
+//! - `dma_kept_past_binding`: a worker keeps DMA memory beyond the guard of its `Devres`, which
+//!   is all that holds off its release when the binding ends, E0597;
 //! - `warns`: an unused variable: a warning fails the build, and fails every rebuild of the
 //!   same source (make would find the objects up to date and print nothing).
 
@@ -46,6 +51,9 @@ impl Kept {
         let _again = self.pdev.iomap_region(0, c_str!("compile_fail"))?;
         #[cfg(access_unbound)]
         let _ = self.bar.access(self.pdev.as_ref())?;
+        #[cfg(dma_unbound)]
+        let _dma =
+            kernel::dma::CoherentAllocation::<u8>::alloc(self.pdev.as_ref(), 16, GFP_KERNEL)?;
         #[cfg(warns)]
         let unused = 0;
         dev_info!(self.pdev, "kept {}\n", self.bar.try_access().is_some());
@@ -61,6 +69,17 @@ fn opp_outlives_table(dev: &kernel::device::Device) -> Result {
     drop(table);
     dev_info!(dev, "lowest {:?}\n", opp.freq());
     Ok(())
+}
+
+/// A worker's read of DMA memory, through a reference kept beyond the guard that holds off the
+/// memory's release at unbind.
+#[cfg(dma_kept_past_binding)]
+fn dma_kept_past_binding(dma: &Devres<kernel::dma::CoherentAllocation<u8>>) -> Result<u8> {
+    let kept = {
+        let guard = dma.try_access().ok_or(ENXIO)?;
+        &*guard
+    };
+    kept.read(0)
 }
 
 impl pci::Driver for CompileFail {
@@ -82,6 +101,12 @@ impl pci::Driver for CompileFail {
         let _vector = kernel::irq::IrqVector::new(pdev.as_ref(), 5);
         #[cfg(opp_outlives_table)]
         opp_outlives_table(pdev.as_ref())?;
+        #[cfg(dma_kept_past_binding)]
+        dma_kept_past_binding(&kernel::dma::CoherentAllocation::<u8>::alloc(
+            pdev.as_ref(),
+            16,
+            GFP_KERNEL,
+        )?)?;
         Ok(KBox::new(kept, GFP_KERNEL)?)
     }
 }

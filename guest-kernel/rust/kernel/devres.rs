@@ -262,8 +262,8 @@ impl DropOnce {
                 // raw spinlock. INVARIANT: the claimant's destructor has returned.
                 unsafe { bindings::complete_all(self.done.get()) };
             }
-            // The value's destructor is running below us on this task: waiting would be for
-            // ourselves.
+            // This task claimed it: the value's destructor is running below us (waiting would
+            // be for ourselves), or `Devres::take_with` took the value before this drop.
             Err(claimant) if claimant == me => {}
             // SAFETY: `done` is initialised; the claimant completes it once its destructor has
             // returned, so the wait ends.
@@ -744,6 +744,61 @@ impl<T: Send + 'static> Devres<T> {
     }
 }
 
+impl<T: Send + 'static> Devres<T> {
+    /// Takes our entry off the device, so that none of ours is left behind (its release, if it
+    /// runs meanwhile, has lost the claim and waits). Called once, by the side that claimed the
+    /// value in `drop_once`.
+    fn remove_entry(&self) {
+        // SAFETY: The device is valid (we hold a reference); `release` is the release function
+        // the entry was made with, so `devres_match` only looks at our entries. `devres_remove`
+        // takes the entry off the list under the devres spinlock, or returns null if the
+        // release path took it first.
+        let node = unsafe {
+            bindings::devres_remove(
+                self.inner.dev.as_raw(),
+                Some(self.release),
+                Some(devres_match),
+                self.node_data as *mut c_void,
+            )
+        };
+        if !node.is_null() {
+            // SAFETY: The entry is ours again (off the list) and holds the `node_data`
+            // reference, which we take back; the entry is then freed without calling its
+            // release function.
+            unsafe {
+                drop(Arc::<DevresInner<T>>::from_foreign(
+                    self.node_data as *const c_void,
+                ));
+                bindings::devres_free(node);
+            }
+        }
+    }
+
+    /// Ends the value's tie to the binding early, as dropping the `Devres` would, but hands the
+    /// value to `f` instead of dropping it; `f` runs where the destructor would (an unbind
+    /// racing this waits until `f` has returned). `None` if the binding ended first: the value
+    /// was dropped then, and `f` does not run.
+    ///
+    /// For abstractions whose value must be undone in a particular way (a DMA mapping giving its
+    /// buffer back): `f` must leave nothing of the value that needs the binding.
+    pub(crate) fn take_with<R>(self, f: impl FnOnce(T) -> R) -> Option<R>
+    where
+        T: Unpin,
+    {
+        let mut out = None;
+        self.inner.dropped.drop_once(|| {
+            // SAFETY: We own the `Devres`, so no guard of its revocable exists (guards borrow
+            // `self`) and none can be made: no access is in flight.
+            if let Some(value) = unsafe { self.inner.data.take_nosync() } {
+                out = Some(f(value));
+            }
+            self.remove_entry();
+        });
+        // Our drop below finds the value claimed by this task, and does nothing more.
+        out
+    }
+}
+
 impl<T: Send + 'static> Drop for Devres<T> {
     fn drop(&mut self) {
         // Whichever of this drop and the entry's release claims the value first drops it; the
@@ -752,31 +807,7 @@ impl<T: Send + 'static> Drop for Devres<T> {
             // SAFETY: We own the `Devres`, so no guard of its revocable exists (guards borrow
             // `self`) and none can be made: no access is in flight.
             unsafe { self.inner.data.revoke_nosync() };
-            // Take our entry off the device, so that none of ours is left behind (its release,
-            // if it runs meanwhile, has lost the claim and waits).
-            // SAFETY: The device is valid (we hold a reference); `release` is the release
-            // function the entry was made with, so `devres_match` only looks at our entries.
-            // `devres_remove` takes the entry off the list under the devres spinlock, or
-            // returns null if the release path took it first.
-            let node = unsafe {
-                bindings::devres_remove(
-                    self.inner.dev.as_raw(),
-                    Some(self.release),
-                    Some(devres_match),
-                    self.node_data as *mut c_void,
-                )
-            };
-            if !node.is_null() {
-                // SAFETY: The entry is ours again (off the list) and holds the `node_data`
-                // reference, which we take back; the entry is then freed without calling its
-                // release function.
-                unsafe {
-                    drop(Arc::<DevresInner<T>>::from_foreign(
-                        self.node_data as *const c_void,
-                    ));
-                    bindings::devres_free(node);
-                }
-            }
+            self.remove_entry();
         });
     }
 }

@@ -556,7 +556,8 @@ pub trait Driver {
     fn probe(pdev: &Device<Core>, info: &Self::IdInfo) -> Result<Self::Data>;
 
     /// Unbinds the driver from `pdev` (the device may already be gone); `data` is dropped after
-    /// this returns, then the device's [`Devres`] values are revoked.
+    /// this returns, then the binding's interrupts are freed, its [`Devres`] values revoked,
+    /// bus mastering turned off, and its DMA memory given back (see [`dma`](crate::dma)).
     fn remove(pdev: &Device<Core>, data: &Self::Data) {
         let _ = (pdev, data);
     }
@@ -648,7 +649,11 @@ impl<T: Driver + 'static> Adapter<T> {
                 unsafe { bindings::pci_set_drvdata(pdev, data.cast_mut()) };
                 0
             }
-            Err(errno) => errno,
+            Err(errno) => {
+                // SAFETY: The PCI core calls probe with a valid device, under its device lock.
+                unsafe { quiesce(pdev) };
+                errno
+            }
         }
     }
 
@@ -665,6 +670,8 @@ impl<T: Driver + 'static> Adapter<T> {
                 |data| T::remove(dev, data),
             )
         };
+        // SAFETY: The PCI core calls remove with a valid device, under its device lock.
+        unsafe { quiesce(pdev) };
     }
 }
 
@@ -1138,6 +1145,66 @@ impl Device<Core> {
         // SAFETY: `self` is a valid `pci_dev`.
         unsafe { bindings::pci_set_master(self.as_raw()) };
     }
+
+    /// Disables bus mastering: the device can no longer reach memory. The PCI adapter also does
+    /// it when the binding ends, before the binding's DMA memory is given back (see
+    /// [`dma`](crate::dma)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// fn dma_off(pdev: &kernel::pci::Device<kernel::pci::Core>) {
+    ///     pdev.clear_master();
+    /// }
+    /// ```
+    pub fn clear_master(&self) {
+        // SAFETY: `self` is a valid `pci_dev`.
+        unsafe { bindings::pci_clear_master(self.as_raw()) };
+    }
+
+    /// Sets the mask of the bus addresses the device can reach with streaming DMA mappings
+    /// (see [`device::Device::dma_set_mask`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::{dma::DmaMask, pci};
+    /// fn narrow(pdev: &pci::Device<pci::Core>) -> Result {
+    ///     pdev.dma_set_mask(DmaMask::new::<32>())
+    /// }
+    /// ```
+    pub fn dma_set_mask(&self, mask: crate::dma::DmaMask) -> Result {
+        self.as_ref().dma_set_mask(mask)
+    }
+
+    /// Sets the mask of the bus addresses the device can reach with streaming mappings and
+    /// coherent allocations (see [`device::Device::dma_set_mask_and_coherent`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::{dma::DmaMask, pci};
+    /// fn edu(pdev: &pci::Device<pci::Core>) -> Result {
+    ///     pdev.dma_set_mask_and_coherent(DmaMask::new::<28>())
+    /// }
+    /// ```
+    pub fn dma_set_mask_and_coherent(&self, mask: crate::dma::DmaMask) -> Result {
+        self.as_ref().dma_set_mask_and_coherent(mask)
+    }
+}
+
+/// Turns bus mastering off once a binding has ended in a bus callback (its interrupts freed, its
+/// `Devres` values refused): the devres releases that follow give the binding's DMA memory back
+/// (see [`dma`](crate::dma)), which the device must no longer reach. Whoever turned it on: the
+/// driver, or user space through config space behind the PCI core's back.
+///
+/// # Safety
+///
+/// `pdev` must be a valid `pci_dev` whose device lock the caller holds.
+unsafe fn quiesce(pdev: *mut bindings::pci_dev) {
+    // SAFETY: `pdev` is valid; the device lock (which `pci_set_master` callers hold too) keeps
+    // another binding from beginning meanwhile.
+    unsafe { bindings::pci_clear_master(pdev) };
 }
 
 /// A requested and mapped memory BAR of at least `SIZE` bytes; derefs to [`Io`]`<SIZE>`.

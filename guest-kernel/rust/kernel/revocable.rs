@@ -369,6 +369,25 @@ impl<T> Revocable<T> {
     }
 }
 
+impl<T: Unpin> Revocable<T> {
+    /// Revokes access and moves the value out (it may move: `T` is [`Unpin`]) without waiting
+    /// for readers; [`None`] if it was already revoked.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Revocable::revoke_nosync`].
+    pub(crate) unsafe fn take_nosync(&self) -> Option<T> {
+        if self.available.swap(false, Ordering::AcqRel) {
+            // SAFETY: As in `revoke`, this context alone owns `data`, which is initialised; the
+            // caller guarantees there are no readers. `available` is now `false`, so nothing
+            // drops or reads it again; moving it out of its pinned place is allowed for `Unpin`.
+            Some(unsafe { self.data.value.get().cast::<T>().read() })
+        } else {
+            None
+        }
+    }
+}
+
 #[pinned_drop]
 impl<T> PinnedDrop for Revocable<T> {
     fn drop(self: core::pin::Pin<&mut Self>) {

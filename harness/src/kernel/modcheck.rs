@@ -140,6 +140,21 @@ pub const MISTAKES: &[Mistake] = &[
         only: &[Arch::Arm64, Arch::Riscv64],
     },
     Mistake {
+        name: "DMA memory allocated for a device that may be unbound",
+        var: "DMA_UNBOUND=y",
+        // E0308 (mismatched types), by its note: the device must be bound.
+        needles: &["expected reference `&kernel::device::Device<kernel::device::Bound>`"],
+        builds: 1,
+        only: &[],
+    },
+    Mistake {
+        name: "DMA memory kept past the guard of its Devres",
+        var: "DMA_KEPT_PAST_BINDING=y",
+        needles: &["E0597", "`guard`"],
+        builds: 1,
+        only: &[],
+    },
+    Mistake {
         name: "a warning, built twice",
         var: "WARNS=y",
         needles: &["warning: unused variable"],
