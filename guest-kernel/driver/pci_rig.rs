@@ -17,6 +17,7 @@ use kernel::{
     c_str, dev_err, dev_info,
     device::{Bound, Device},
     devres::Devres,
+    dma::{CoherentAllocation, Direction, DmaMask, Mapping},
     irq::{self, IrqReturn, ThreadedIrqReturn},
     new_condvar, new_mutex, new_work, pci,
     pci::Bar,
@@ -29,9 +30,10 @@ use kernel::{
 mod regs;
 
 use regs::{
-    reg, BAR0_SIZE, DEVICE_ID, ERR_BAD_OPCODE, INT_DONE, INT_ERROR, INT_SOFT, MAGIC_VALUE,
-    OP_CRC32, OP_FILL, OP_INVERT, RESET_KEY, STATUS_CODE_MASK, STATUS_CODE_SHIFT, STATUS_DONE,
-    STATUS_ERROR, VENDOR_ID, VERSION_MAJOR_SHIFT,
+    reg, BAR0_SIZE, CAP_STREAM, DEVICE_ID, ERR_BAD_OPCODE, INT_DONE, INT_ERROR, INT_SOFT, MAGIC_VALUE,
+    OP_CRC32, OP_DMA_CRC32, OP_DMA_FROM_DEVICE, OP_DMA_TO_DEVICE, OP_FILL, OP_INVERT, RESET_KEY,
+    STATUS_CODE_MASK, STATUS_CODE_SHIFT, STATUS_DONE, STATUS_ERROR, VENDOR_ID,
+    VERSION_MAJOR_SHIFT,
 };
 
 /// Software interrupts the self-test raises.
@@ -95,8 +97,13 @@ fn step(pdev: &pci::Device, name: &str, ok: bool, detail: core::fmt::Arguments<'
 
 /// CRC-32 (IEEE 802.3, as the device computes it) of `len` bytes of value `byte`.
 fn crc32_of_repeated(byte: u8, len: usize) -> u32 {
+    crc32(core::iter::repeat(byte).take(len))
+}
+
+/// CRC-32 (IEEE 802.3, as the device computes it) of `bytes`.
+fn crc32(bytes: impl IntoIterator<Item = u8>) -> u32 {
     let mut crc = !0u32;
-    for _ in 0..len {
+    for byte in bytes {
         crc ^= u32::from(byte);
         for _ in 0..8 {
             crc = if crc & 1 != 0 {
@@ -182,16 +189,21 @@ fn operate(
     arg: u32,
 ) -> Outcome {
     let before = sh.handled();
-    wr!(sh, pdev, io, offset, reg::OP_OFFSET);
-    wr!(sh, pdev, io, len, reg::OP_LENGTH);
-    wr!(sh, pdev, io, arg, reg::OP_ARG);
-    wr!(sh, pdev, io, op, reg::CMD);
+    ring(sh, pdev, io, op, offset, len, arg);
     let interrupted = sh.wait_interrupt(before, INT_DONE);
     Outcome {
         status: rd!(sh, pdev, io, reg::STATUS),
         result: rd!(sh, pdev, io, reg::RESULT),
         interrupted,
     }
+}
+
+/// Sets up an operation and rings the doorbell, without waiting for it.
+fn ring(sh: &Shared, pdev: &pci::Device, io: &Regs, op: u32, offset: u32, len: u32, arg: u32) {
+    wr!(sh, pdev, io, offset, reg::OP_OFFSET);
+    wr!(sh, pdev, io, len, reg::OP_LENGTH);
+    wr!(sh, pdev, io, arg, reg::OP_ARG);
+    wr!(sh, pdev, io, op, reg::CMD);
 }
 
 /// SCRATCH's patterns, each unlike the one before it and the first unlike the register's reset
@@ -298,6 +310,207 @@ fn selftest(sh: &Shared, pdev: &pci::Device, io: &Regs) -> Result {
     )
 }
 
+/// Bytes each DMA of the self-test moves.
+const DMA_LEN: usize = 1024;
+
+/// The self-test's byte at `i`: neighbours differ, so a shifted or partial copy shows.
+fn pattern(i: usize) -> u8 {
+    (i * 7 + 3) as u8
+}
+
+/// A DMA mapping or allocation, reported as `# dma map ID …` when made and `# dma unmap ID`
+/// just before it ends (dropped here, or at the latest when the binding ends), so the harness
+/// knows what the device may reach at any moment.
+struct Reported<T: Send + 'static> {
+    reports: Arc<Mutex<()>>,
+    id: u32,
+    inner: Devres<T>,
+}
+
+impl<T: Send + 'static> Reported<T> {
+    fn new(
+        sh: &Shared,
+        pdev: &pci::Device,
+        id: u32,
+        kind: &str,
+        (iova, len): (u64, usize),
+        inner: Devres<T>,
+    ) -> Self {
+        let _report = sh.reports.lock();
+        dev_info!(pdev, "# dma map {} {} {:#x} {:#x}\n", id, kind, iova, len);
+        Self {
+            reports: sh.reports.clone(),
+            id,
+            inner,
+        }
+    }
+}
+
+impl<T: Send + 'static> Drop for Reported<T> {
+    fn drop(&mut self) {
+        let _report = self.reports.lock();
+        dev_info!(self.inner.device(), "# dma unmap {}\n", self.id);
+    }
+}
+
+/// Points the DMA engine at `iova`, reads the address back (a write the device dropped must not
+/// send the DMA elsewhere), announces the DMA (`# dma start OP IOVA LEN CRC`) and starts it over
+/// BAR2's first `DMA_LEN` bytes, without waiting. `Err(held)`: the device held another address,
+/// and no DMA was started.
+fn dma_start(
+    sh: &Shared,
+    pdev: &pci::Device,
+    io: &Regs,
+    (opcode, op): (u32, &str),
+    iova: u64,
+    crc: Option<u32>,
+) -> core::result::Result<(), u64> {
+    wr!(sh, pdev, io, iova as u32, reg::DMA_ADDR_LO);
+    wr!(sh, pdev, io, (iova >> 32) as u32, reg::DMA_ADDR_HI);
+    let lo = rd!(sh, pdev, io, reg::DMA_ADDR_LO);
+    let hi = rd!(sh, pdev, io, reg::DMA_ADDR_HI);
+    let held = (u64::from(hi) << 32) | u64::from(lo);
+    if held != iova {
+        return Err(held);
+    }
+    {
+        let _report = sh.reports.lock();
+        match crc {
+            Some(crc) => dev_info!(
+                pdev,
+                "# dma start {} {:#x} {:#x} {:#x}\n",
+                op,
+                iova,
+                DMA_LEN,
+                crc
+            ),
+            None => dev_info!(pdev, "# dma start {} {:#x} {:#x} -\n", op, iova, DMA_LEN),
+        }
+    }
+    ring(sh, pdev, io, opcode, 0, DMA_LEN as u32, 0);
+    Ok(())
+}
+
+/// A DMA as [`dma_start`], waited for like any operation.
+fn dma(
+    sh: &Shared,
+    pdev: &pci::Device,
+    io: &Regs,
+    step_name: &str,
+    op: (u32, &str),
+    iova: u64,
+    crc: Option<u32>,
+) -> Result<Outcome> {
+    let before = sh.handled();
+    if let Err(held) = dma_start(sh, pdev, io, op, iova, crc) {
+        step(
+            pdev,
+            step_name,
+            false,
+            format_args!("the device holds DMA address {:#x}, not {:#x}", held, iova),
+        )?;
+    }
+    let interrupted = sh.wait_interrupt(before, INT_DONE);
+    Ok(Outcome {
+        status: rd!(sh, pdev, io, reg::STATUS),
+        result: rd!(sh, pdev, io, reg::RESULT),
+        interrupted,
+    })
+}
+
+/// Reports what a DMA from the device left at `iova` in `mem` (`# dma received …`); its CRC.
+fn received(
+    sh: &Shared,
+    pdev: &pci::Device,
+    mem: &CoherentAllocation<u8>,
+    offset: usize,
+    iova: u64,
+) -> Result<u32> {
+    let mut bytes = KVec::from_elem(0u8, DMA_LEN, GFP_KERNEL)?;
+    mem.copy_to_slice(offset, &mut bytes)?;
+    let crc = crc32(bytes.iter().copied());
+    let _report = sh.reports.lock();
+    dev_info!(pdev, "# dma received {:#x} {:#x} {:#x}\n", iova, DMA_LEN, crc);
+    Ok(crc)
+}
+
+/// The DMA self-test: the mask the device states, then a coherent buffer to the device and
+/// back (inverted by the device in between), then a streaming mapping the device sums. Returns
+/// the coherent buffer, kept for the binding.
+fn dma_selftest(
+    sh: &Shared,
+    pdev: &pci::Device<pci::Core>,
+    io: &Regs,
+) -> Result<Reported<CoherentAllocation<u8>>> {
+    let bits = rd!(sh, pdev, io, reg::DMA_BITS);
+    let set = DmaMask::try_new(bits).and_then(|m| pdev.as_ref().dma_set_mask_and_coherent(m));
+    step(
+        pdev,
+        "dma_mask",
+        set.is_ok(),
+        format_args!("bits={} {:?}", bits, set.err()),
+    )?;
+    let dev: &Device<Bound> = pdev.as_ref();
+
+    let mut bytes = KVec::with_capacity(DMA_LEN, GFP_KERNEL)?;
+    for i in 0..DMA_LEN {
+        bytes.push(pattern(i), GFP_KERNEL)?;
+    }
+    let sent = crc32(bytes.iter().copied());
+    let inverted = crc32(bytes.iter().map(|b| !b));
+
+    let alloc = CoherentAllocation::<u8>::alloc(dev, 2 * DMA_LEN, GFP_KERNEL)?;
+    let at = alloc.access(dev).map(|mem| (mem.dma_handle(), mem.size()))?;
+    let coherent = Reported::new(sh, pdev, 1, "coherent", at, alloc);
+    let mem = coherent.inner.access(dev)?;
+    let iova = mem.dma_handle();
+    mem.copy_from_slice(0, &bytes)?;
+
+    let o = dma(sh, pdev, io, "dma_to_device", (OP_DMA_TO_DEVICE, "to_device"), iova, Some(sent))?;
+    let ok = o.interrupted && o.status == STATUS_DONE && o.result == sent;
+    step(pdev, "dma_to_device", ok, format_args!("{}", o.detail(sent)))?;
+
+    // The device inverts what it got, then writes it into the buffer's second half.
+    let o = operate(sh, pdev, io, OP_INVERT, 0, DMA_LEN as u32, 0);
+    let inverted_ok = o.interrupted && o.status == STATUS_DONE && o.result == inverted;
+    let back = iova + DMA_LEN as u64;
+    let o = if inverted_ok {
+        dma(sh, pdev, io, "dma_from_device", (OP_DMA_FROM_DEVICE, "from_device"), back, None)?
+    } else {
+        o
+    };
+    let got = if inverted_ok && o.interrupted && o.status == STATUS_DONE {
+        Some(received(sh, pdev, mem, DMA_LEN, back)?)
+    } else {
+        None
+    };
+    step(
+        pdev,
+        "dma_from_device",
+        got == Some(inverted) && o.result == inverted,
+        format_args!("{} received={:#x}", o.detail(inverted), got.unwrap_or(0)),
+    )?;
+
+    // A streaming mapping of the pattern, which the device sums where it lies.
+    let map = Mapping::new(dev, bytes, Direction::ToDevice, GFP_KERNEL)?;
+    let handle = map.access(dev)?.dma_handle();
+    let stream = Reported::new(sh, pdev, 2, "to_device", (handle, DMA_LEN), map);
+    let o = dma(sh, pdev, io, "dma_stream", (OP_DMA_CRC32, "crc32"), handle, Some(sent))?;
+    drop(stream);
+    let ok = o.interrupted && o.status == STATUS_DONE && o.result == sent;
+    step(pdev, "dma_stream", ok, format_args!("{}", o.detail(sent)))?;
+    Ok(coherent)
+}
+
+/// The coherent buffer of a binding that bound, and its receive stream.
+struct DmaState {
+    buf: Reported<CoherentAllocation<u8>>,
+    /// The device offers a stream (CAPS.STREAM) and it has not stopped.
+    streaming: bool,
+    /// Stream DMAs started.
+    rounds: u64,
+}
+
 /// What the interrupt handler has seen.
 #[derive(Default)]
 struct IrqState {
@@ -312,9 +525,11 @@ struct IrqState {
 #[pin_data]
 struct Shared {
     bar: Arc<Devres<Regs>>,
-    /// Held across each reported access and its report.
+    /// Held across each reported access and its report (shared with what reports its end).
+    reports: Arc<Mutex<()>>,
+    /// The DMA self-test's coherent buffer from the end of probe, and the receive stream.
     #[pin]
-    reports: Mutex<()>,
+    dma: Mutex<Option<DmaState>>,
     #[pin]
     irq: Mutex<IrqState>,
     #[pin]
@@ -325,10 +540,12 @@ struct Shared {
 
 impl Shared {
     fn new(bar: Arc<Devres<Regs>>, intx: bool) -> Result<Arc<Self>> {
+        let reports = Arc::pin_init(new_mutex!(()), GFP_KERNEL)?;
         Arc::pin_init(
             pin_init!(Shared {
                 bar,
-                reports <- new_mutex!(()),
+                reports,
+                dma <- new_mutex!(None),
                 irq <- new_mutex!(IrqState::default()),
                 irq_seen <- new_condvar!(),
                 intx,
@@ -339,6 +556,48 @@ impl Shared {
 
     fn handled(&self) -> u32 {
         self.irq.lock().handled
+    }
+
+    /// The receive stream's next round, after a DONE: holds what the last DMA from the device
+    /// wrote against the STATUS the device gave it (`# dma received …`, for the harness to
+    /// check) and starts the next; stops at a failed one or a device that is gone.
+    fn stream_next(&self, dev: &Device<Bound>, io: &Regs) {
+        let Some(pdev) = pci::Device::from_device(dev) else {
+            return;
+        };
+        let mut dma = self.dma.lock();
+        let Some(d) = dma.as_mut().filter(|d| d.streaming) else {
+            return;
+        };
+        let Ok(mem) = d.buf.inner.access(dev) else {
+            return;
+        };
+        let back = mem.dma_handle() + DMA_LEN as u64;
+        if d.rounds > 0 {
+            let status = rd!(self, pdev, io, reg::STATUS);
+            if status != STATUS_DONE || received(self, pdev, mem, DMA_LEN, back).is_err() {
+                d.streaming = false;
+                dev_info!(
+                    pdev,
+                    "event stream_stopped rounds={} status={:#x}\n",
+                    d.rounds,
+                    status
+                );
+                return;
+            }
+        }
+        let op = (OP_DMA_FROM_DEVICE, "from_device");
+        if let Err(held) = dma_start(self, pdev, io, op, back, None) {
+            d.streaming = false;
+            dev_info!(
+                pdev,
+                "event stream_stopped rounds={} address={:#x}\n",
+                d.rounds,
+                held
+            );
+            return;
+        }
+        d.rounds += 1;
     }
 
     /// Waits until an interrupt with a source in `sources` is handled after the `before`-th;
@@ -413,6 +672,9 @@ impl irq::ThreadedHandler for Shared {
                 last: seen,
             };
             self.irq_seen.notify_all();
+        }
+        if seen & INT_DONE != 0 {
+            self.stream_next(dev, io);
         }
         ret
     }
@@ -593,6 +855,17 @@ impl pci::Driver for PciRig {
             reg::INT_ENABLE
         );
         selftest(&sh, pdev, io)?;
+        let buf = dma_selftest(&sh, pdev, io)?;
+        let streaming = rd!(sh, pdev, io, reg::CAPS) & CAP_STREAM != 0;
+        *sh.dma.lock() = Some(DmaState {
+            buf,
+            streaming,
+            rounds: 0,
+        });
+        if streaming {
+            dev_info!(pdev, "event stream_started\n");
+            sh.stream_next(pdev.as_ref(), io);
+        }
         *kept.lock() = Some(bar.clone());
         // Joined before it starts, so that a failed probe never leaves it running.
         let worker = Worker::new(bar)?;
@@ -606,10 +879,18 @@ impl pci::Driver for PciRig {
     /// interrupt (waiting for a running handler), then refuses the worker's access.
     fn remove(pdev: &pci::Device<pci::Core>, this: &KBox<PciRig>) {
         dev_info!(pdev, "event remove_begin\n");
+        // The DMA buffer first: once taken, no stream round starts (a running one ends before
+        // the lock is ours).
+        let dma = this.sh.dma.lock().take();
+        if let Some(d) = dma.as_ref().filter(|d| d.streaming) {
+            dev_info!(pdev, "event stream_stopped rounds={} remove\n", d.rounds);
+        }
         // Quiesce: a reset drops any pending interrupt and operation, and disables interrupts.
         if let Ok(io) = this.sh.bar.access(pdev.as_ref()) {
             wr!(this.sh, pdev, io, RESET_KEY, reg::RESET);
         }
+        // Freed only now, when the device can no longer start a DMA into it.
+        drop(dma);
         dev_info!(pdev, "event remove_done\n");
     }
 }

@@ -1,7 +1,7 @@
 //! The `bench …` lines `pci_rig_bench` prints in the guest (see
 //! `guest-kernel/bench/pci_rig_bench.rs`), read back into numbers: MMIO cost
-//! four ways per device, BAR2 throughput, unbind cost per case, and revoking
-//! resources one grace period each.
+//! four ways per device, BAR2 throughput, unbind cost per case, revoking
+//! resources one grace period each, and DMA throughput and allocation cost.
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -63,6 +63,31 @@ pub struct RevokeEach {
     pub ns: i64,
 }
 
+/// Our device's DMA engine moving `bytes` one way, against a CPU copy of as many (medians).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Dma {
+    /// `to_device` or `from_device`.
+    pub dir: String,
+    pub bytes: u64,
+    pub ns: i64,
+    pub cpu_ns: i64,
+}
+
+impl Dma {
+    /// KiB/s at the DMA's median.
+    pub fn kib_per_s(&self) -> i64 {
+        self.bytes as i64 * 1_000_000_000 / 1024 / self.ns.max(1)
+    }
+}
+
+/// A coherent allocation and its free.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DmaAlloc {
+    pub bytes: u64,
+    pub samples: u64,
+    pub median_ns: i64,
+}
+
 /// Everything one boot of the `bench` scenario printed.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct GuestFigures {
@@ -71,6 +96,8 @@ pub struct GuestFigures {
     pub unbind: Vec<Unbind>,
     pub revoke_each: Vec<RevokeEach>,
     pub irq: Option<IrqTrip>,
+    pub dma: Vec<Dma>,
+    pub dma_alloc: Option<DmaAlloc>,
 }
 
 /// Interrupt round trip on our device: INT_RAISE write to the hard handler.
@@ -87,6 +114,7 @@ pub struct IrqTrip {
 /// The K values and devices the module covers; a boot missing one is incomplete.
 pub const KS: [u32; 3] = [1, 16, 64];
 pub const DEVICES: [&str; 2] = ["pci-testdev", "pci-rig"];
+pub const DMA_DIRS: [&str; 2] = ["to_device", "from_device"];
 
 /// `key=value` words after the kind.
 fn fields(rest: &str) -> BTreeMap<&str, &str> {
@@ -158,6 +186,22 @@ impl GuestFigures {
                         lost: num(&f, "lost", line)?,
                     })
                 }
+                "dma" => g.dma.push(Dma {
+                    dir: f
+                        .get("dir")
+                        .ok_or_else(|| format!("no dir= in bench line: {line}"))?
+                        .to_string(),
+                    bytes: num(&f, "bytes", line)?,
+                    ns: num(&f, "ns", line)?,
+                    cpu_ns: num(&f, "cpu_ns", line)?,
+                }),
+                "dma_alloc" => {
+                    g.dma_alloc = Some(DmaAlloc {
+                        bytes: num(&f, "bytes", line)?,
+                        samples: num(&f, "samples", line)?,
+                        median_ns: num(&f, "median_ns", line)?,
+                    })
+                }
                 _ => return Err(format!("unknown bench line: {line}")),
             }
         }
@@ -175,6 +219,14 @@ impl GuestFigures {
         }
         if self.window.is_none() {
             missing.push("window".into());
+        }
+        for dir in DMA_DIRS {
+            if !self.dma.iter().any(|d| d.dir == dir) {
+                missing.push(format!("dma dir={dir}"));
+            }
+        }
+        if self.dma_alloc.is_none() {
+            missing.push("dma_alloc".into());
         }
         match &self.irq {
             None => missing.push("irq".into()),
@@ -227,6 +279,23 @@ impl GuestFigures {
                 "irq round trip ({}) {:.1} µs",
                 t.mode,
                 t.median_ns as f64 / 1e3
+            ));
+        }
+        for d in &self.dma {
+            parts.push(format!(
+                "DMA {} {} KiB/s ({:.0} µs for {} KiB; CPU copy {:.0} µs)",
+                d.dir,
+                d.kib_per_s(),
+                d.ns as f64 / 1e3,
+                d.bytes / 1024,
+                d.cpu_ns as f64 / 1e3
+            ));
+        }
+        if let Some(a) = &self.dma_alloc {
+            parts.push(format!(
+                "coherent alloc+free ({} B) {:.1} µs",
+                a.bytes,
+                a.median_ns as f64 / 1e3
             ));
         }
         for busy in [false, true] {
@@ -286,6 +355,9 @@ mod tests {
         "[    2.2] pci_rig_bench 0000:01:00.0: bench mmio dev=pci-rig reads=3232 raw_ns=74352 devres_ns=75965 guard_ns=74429 access_ns=74360",
         "pci_rig_bench 0000:01:00.0: bench window bytes=65536 ns=949869281 kib_per_s=67",
         "pci_rig_bench 0000:01:00.0: bench irq mode=msi samples=101 median_ns=41000 lost=0",
+        "pci_rig_bench 0000:01:00.0: bench dma dir=to_device bytes=65536 ns=2000000 cpu_ns=50000",
+        "pci_rig_bench 0000:01:00.0: bench dma dir=from_device bytes=65536 ns=4000000 cpu_ns=60000",
+        "pci_rig_bench 0000:01:00.0: bench dma_alloc bytes=4096 samples=101 median_ns=3500",
         "pci_rig_bench 0000:01:00.0: bench revoke_each k=1 ns=10598078",
         "pci_rig_bench 0000:01:00.0: bench revoke_each k=16 ns=210987610",
         "pci_rig_bench 0000:01:00.0: bench revoke_each k=64 ns=847325969",
@@ -328,6 +400,25 @@ mod tests {
         assert!(
             s.contains("unbind (busy) k=1/16/64 ms: 18.7/19.6/13.1"),
             "{s}"
+        );
+        assert!(
+            s.contains("DMA to_device 32000 KiB/s (2000 µs for 64 KiB; CPU copy 50 µs)")
+                && s.contains("DMA from_device 16000 KiB/s")
+                && s.contains("coherent alloc+free (4096 B) 3.5 µs"),
+            "{s}"
+        );
+        let no_dma: Vec<&str> = BOOT
+            .iter()
+            .copied()
+            .filter(|l| !l.contains("bench dma"))
+            .collect();
+        let e = GuestFigures::parse(&no_dma)
+            .unwrap()
+            .check_complete()
+            .unwrap_err();
+        assert!(
+            e.contains("dma dir=to_device, dma dir=from_device, dma_alloc"),
+            "{e}"
         );
     }
 

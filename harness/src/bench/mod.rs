@@ -147,6 +147,40 @@ pub struct GuestRow {
     pub window_kib_per_s: Option<f64>,
     /// Interrupt round trip, per mode: MSI from `bench`, INTx from `bench-intx` boots.
     pub irq: Vec<IrqRow>,
+    /// DMA throughput per direction against a CPU copy of as many bytes (medians over boots).
+    pub dma: Vec<DmaRow>,
+    /// A one-page coherent allocation and its free, median over boots.
+    pub dma_alloc_ns: Option<f64>,
+}
+
+/// DMA of our device's window one way, against the CPU copying as many bytes.
+#[derive(Debug, Serialize)]
+pub struct DmaRow {
+    pub dir: String,
+    pub bytes: u64,
+    pub kib_per_s: f64,
+    pub cpu_kib_per_s: f64,
+}
+
+/// The DMA rows of `boots`, per direction.
+fn dma_rows(boots: &[GuestFigures]) -> Vec<DmaRow> {
+    figures::DMA_DIRS
+        .iter()
+        .filter_map(|&dir| {
+            let all: Vec<&figures::Dma> = boots
+                .iter()
+                .flat_map(|b| b.dma.iter().filter(|d| d.dir == dir))
+                .collect();
+            let bytes = all.first()?.bytes;
+            let rate = |ns: i64| bytes as f64 * 1e9 / 1024.0 / ns.max(1) as f64;
+            Some(DmaRow {
+                dir: dir.to_string(),
+                bytes,
+                kib_per_s: median(all.iter().map(|d| rate(d.ns)).collect())?,
+                cpu_kib_per_s: median(all.iter().map(|d| rate(d.cpu_ns)).collect())?,
+            })
+        })
+        .collect()
 }
 
 /// Median interrupt round trip (INT_RAISE write to the hard handler) over boots.
@@ -327,6 +361,13 @@ pub fn guest_row(arch: &str, boots: &[GuestFigures]) -> GuestRow {
         unbind,
         revoke_each,
         irq: Vec::new(),
+        dma: dma_rows(boots),
+        dma_alloc_ns: median(
+            boots
+                .iter()
+                .filter_map(|b| b.dma_alloc.as_ref().map(|a| a.median_ns as f64))
+                .collect(),
+        ),
         window_kib_per_s: median(
             boots
                 .iter()
@@ -944,6 +985,20 @@ pub fn table(r: &Report) -> String {
                 String::new(),
             );
         }
+        for d in &g.dma {
+            row(
+                format!("DMA {} {} ({} KiB)", d.dir, g.arch, d.bytes / 1024),
+                format!("{:.0} KiB/s", d.kib_per_s),
+                format!("CPU copy {:.0} KiB/s", d.cpu_kib_per_s),
+            );
+        }
+        if let Some(ns) = g.dma_alloc_ns {
+            row(
+                format!("coherent alloc+free {} (4 KiB)", g.arch),
+                format!("{:.1} µs", ns / 1e3),
+                String::new(),
+            );
+        }
     }
     t
 }
@@ -1088,6 +1143,37 @@ pub fn picture(r: &Report) -> String {
             ));
         }
     }
+    let dma: Vec<Bar> = r
+        .guest
+        .iter()
+        .flat_map(|g| {
+            g.dma.iter().flat_map(move |d| {
+                [
+                    bar(
+                        format!("{} DMA {}", g.arch, d.dir),
+                        d.kib_per_s,
+                        format!("{:.0} KiB/s", d.kib_per_s),
+                        0,
+                    ),
+                    bar(
+                        format!("{} CPU copy ({})", g.arch, d.dir),
+                        d.cpu_kib_per_s,
+                        format!("{:.0} KiB/s", d.cpu_kib_per_s),
+                        1,
+                    ),
+                ]
+            })
+        })
+        .collect();
+    if !dma.is_empty() {
+        panels.push(Panel {
+            title: "DMA of the 64 KiB window vs the CPU copying as many bytes".into(),
+            unit: "KiB/s".into(),
+            bars: dma,
+            goal: None,
+            log: true,
+        });
+    }
     if !unbind.is_empty() {
         panels.push(Panel {
             title: "Unbind: remove() start → last Devres released, vs a grace period per resource"
@@ -1160,7 +1246,7 @@ mod tests {
             (45.0, 44.0, true)
         );
         let points = sweep_pace_points();
-        assert_eq!(points.len(), 65);
+        assert_eq!(points.len(), 102);
         assert!(points
             .iter()
             .all(|p| p.kind != qemu_device::model::FaultKind::Die));
@@ -1196,6 +1282,8 @@ mod tests {
                     ns: i64::from(k) * 10_000_000,
                 })
                 .to_vec(),
+            dma: Vec::new(),
+            dma_alloc: None,
             irq: Some(IrqTrip {
                 mode: "msi".into(),
                 samples: 101,

@@ -170,9 +170,12 @@ pub struct Walk<'a> {
     pub binding: Option<usize>,
     /// The binding ended (its mappings end with it).
     pub ended: bool,
-    /// Its `dma_from_device` step passed: what each DMA from the device wrote, it must have
-    /// said it received (a step that failed may not have looked).
+    /// Its `dma_from_device` step passed: what the DMA from the device during probe wrote, it
+    /// must have said it received (a step that failed may not have looked; a stream's last round
+    /// is never looked at).
     pub received: bool,
+    /// How many of `claims` probe made.
+    pub probe_claims: usize,
 }
 
 struct Live {
@@ -195,6 +198,7 @@ pub fn check(history: &[Actor], n: &Accounted, device: &[Stopped]) -> Result<Dma
                     binding: Some(k),
                     ended: b.worker_reads.is_some() || !b.probed,
                     received: b.steps.iter().any(|s| s.name == "dma_from_device" && s.ok),
+                    probe_claims: b.probe_claims.len(),
                 }
             }
             Actor::User(c) => Walk {
@@ -203,6 +207,7 @@ pub fn check(history: &[Actor], n: &Accounted, device: &[Stopped]) -> Result<Dma
                 binding: None,
                 ended: false,
                 received: false,
+                probe_claims: 1,
             },
         })
         .collect();
@@ -255,11 +260,13 @@ pub fn judge(
         }
         let mut lines = walk.lines.iter().peekable();
         let mut start: Option<Line> = None;
-        let mut last_from: Option<(u64, u32, u32)> = None;
+        // The last DMA from the device not yet received: where, how long, the CRC written, and
+        // whether probe started it.
+        let mut last_from: Option<(u64, u32, u32, bool)> = None;
         let apply = |line: &Line,
                      open: &mut BTreeMap<u64, Live>,
                      start: &mut Option<Line>,
-                     last_from: &mut Option<(u64, u32, u32)>,
+                     last_from: &mut Option<(u64, u32, u32, bool)>,
                      f: &mut DmaFindings|
          -> Result<(), String> {
             match line {
@@ -279,7 +286,7 @@ pub fn judge(
                 }
                 Line::Start { .. } => *start = Some(line.clone()),
                 Line::Received { iova, len, crc } => match last_from.take() {
-                    Some((at, n, moved)) if (at, u64::from(n)) == (*iova, *len) => {
+                    Some((at, n, moved, _)) if (at, u64::from(n)) == (*iova, *len) => {
                         if moved != *crc {
                             return Err(format!(
                                 "{who}: the driver received CRC {crc:#x} at {iova:#x}+{len:#x}, but the device wrote bytes of CRC {moved:#x}"
@@ -393,7 +400,12 @@ pub fn judge(
                 }
             }
             if dir == DmaDirection::FromDevice {
-                last_from = Some((iova, len, moved));
+                if let Some((at, n, _, true)) = last_from.filter(|_| walk.received) {
+                    return Err(format!(
+                        "{who}: the device wrote {n:#x} bytes at {at:#x} during probe and the driver, whose dma_from_device step passed, never said what it received"
+                    ));
+                }
+                last_from = Some((iova, len, moved, i < walk.probe_claims));
             }
             let (log, _) = servers[at.0];
             if !bus_master_on(log, at.1) {
@@ -407,10 +419,10 @@ pub fn judge(
         for (_, line) in lines {
             apply(line, &mut open, &mut start, &mut last_from, &mut f)?;
         }
-        if let Some((iova, len, _)) = last_from {
+        if let Some((iova, len, _, true)) = last_from {
             if walk.received {
                 return Err(format!(
-                    "{who}: the device wrote {len:#x} bytes at {iova:#x} and the driver, whose dma_from_device step passed, never said what it received"
+                    "{who}: the device wrote {len:#x} bytes at {iova:#x} during probe and the driver, whose dma_from_device step passed, never said what it received"
                 ));
             }
         }

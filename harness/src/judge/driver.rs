@@ -92,6 +92,10 @@ pub const STEPS: &[&str] = &[
     "try_access_bounds",
     "irq",
     "irq_count",
+    "dma_mask",
+    "dma_to_device",
+    "dma_from_device",
+    "dma_stream",
 ];
 
 /// How a step's detail starts when the interrupt it waited for never came.

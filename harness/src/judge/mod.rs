@@ -438,6 +438,62 @@ fn after_injections(c: &Console, device: &[Stopped]) -> Result<String, String> {
     ))
 }
 
+/// DMAs each binding that bound made in its self-test (to the device, back, a streaming sum).
+const SELFTEST_DMAS: usize = 3;
+
+/// Stream DMAs each binding must have made, at least, where the device offered its stream.
+pub const STREAM_ROUNDS: usize = 10;
+
+/// Every binding that bound moved its self-test's DMAs (the oracle checked each); where the
+/// device offered its stream, each started it, kept it running and stopped it, and the oracle
+/// saw its DMAs; elsewhere none started one.
+fn dma_expected(
+    r: &driver::Report,
+    dma: &dma::DmaFindings,
+    probes: usize,
+    stream: bool,
+) -> Result<String, String> {
+    let least = probes * SELFTEST_DMAS;
+    if dma.moved < least {
+        return Err(format!(
+            "the device made {} DMAs, but {probes} bindings bound, each after {SELFTEST_DMAS} DMAs of its self-test",
+            dma.moved
+        ));
+    }
+    let (started, stopped) = (r.count("stream_started"), r.count("stream_stopped"));
+    if !stream {
+        return match started {
+            0 => Ok(String::new()),
+            n => Err(format!(
+                "the driver started {n} streams, but the device offered none"
+            )),
+        };
+    }
+    let rounds: Vec<usize> = r
+        .all("stream_stopped")
+        .iter()
+        .filter_map(|s| {
+            s.strip_prefix("rounds=")?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    if started != probes || stopped != probes || rounds.len() != probes {
+        return Err(format!(
+            "the device offered its stream: each of the {probes} bindings must start and stop it, {started} started and {stopped} stopped"
+        ));
+    }
+    let streamed = dma.moved - least;
+    if rounds.iter().any(|&n| n < STREAM_ROUNDS) || streamed < probes * STREAM_ROUNDS {
+        return Err(format!(
+            "the stream ran {rounds:?} rounds ({streamed} DMAs in the device's log beyond the self-tests'), expected at least {STREAM_ROUNDS} per binding"
+        ));
+    }
+    Ok(format!(", the stream {rounds:?} rounds"))
+}
+
 /// The servers' access logs, in attach order.
 fn logs(device: &[Stopped]) -> Vec<&[Access]> {
     device.iter().map(|d| &d.log[..]).collect()
@@ -675,7 +731,11 @@ fn judge_driver(
     let irq_counts = acks::irq_count_is_acks(&n.probes, &logs(device))?;
     let seen = oracle_check(c, &history, device)?;
     n.dma = dma::check(&history, &n, device)?;
-    let seen = format!("{seen}{}", n.dma.summary());
+    let seen = format!(
+        "{seen}{}{}",
+        n.dma.summary(),
+        dma_expected(&r, &n.dma, if want.dma { probes } else { 0 }, want.stream)?
+    );
     // A worker that gave up in a binding that never ended left a bound
     // driver that no longer uses its device.
     if r.count("worker_gave_up") > r.count("worker_stopped") {
@@ -806,8 +866,59 @@ mod tests {
     use super::*;
 
     /// `judge_driver`'s summary alone.
+    #[test]
+    fn each_binding_moves_its_self_test_dmas_and_a_stream_runs_where_offered() {
+        let report = |lines: &[&str]| {
+            driver::report(
+                &lines
+                    .iter()
+                    .map(|l| format!("pci_rig 0000:01:00.0: {l}"))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let moved = |n| dma::DmaFindings {
+            moved: n,
+            ..Default::default()
+        };
+        let none = report(&[]);
+        assert!(dma_expected(&none, &moved(6), 2, false).is_ok());
+        let e = dma_expected(&none, &moved(5), 2, false).unwrap_err();
+        assert!(
+            e.contains("the device made 5 DMAs, but 2 bindings bound"),
+            "{e}"
+        );
+        let streamed = report(&[
+            "event stream_started",
+            "event stream_stopped rounds=12 remove",
+        ]);
+        let e = dma_expected(&streamed, &moved(15), 1, false).unwrap_err();
+        assert!(
+            e.contains("started 1 streams, but the device offered none"),
+            "{e}"
+        );
+        let ok = dma_expected(&streamed, &moved(15), 1, true).unwrap();
+        assert!(ok.contains("[12] rounds"), "{ok}");
+        let e = dma_expected(&none, &moved(15), 1, true).unwrap_err();
+        assert!(e.contains("0 started and 0 stopped"), "{e}");
+        let short = report(&[
+            "event stream_started",
+            "event stream_stopped rounds=4 status=0xffffffff",
+        ]);
+        let e = dma_expected(&short, &moved(7), 1, true).unwrap_err();
+        assert!(e.contains("the stream ran [4] rounds"), "{e}");
+        // Rounds the driver counted but the device never logged.
+        let e = dma_expected(&streamed, &moved(8), 1, true).unwrap_err();
+        assert!(e.contains("(5 DMAs in the device's log"), "{e}");
+    }
+
+    /// The driver's judge, without the self-test DMA count: these consoles have no DMA (the
+    /// DMA rules have their own tests, in `dma`'s and below).
     fn judged(want: &DriverExpect, c: &Console, device: &[Stopped]) -> Result<String, String> {
-        judge_driver(want, c, device).map(|(summary, _)| summary)
+        let want = DriverExpect {
+            dma: false,
+            ..*want
+        };
+        judge_driver(&want, c, device).map(|(summary, _)| summary)
     }
     use crate::guest::console::Splat;
     use crate::scenario::*;
@@ -1003,6 +1114,9 @@ mod tests {
             "x: bench mmio dev=pci-rig reads=3232 raw_ns=70000 devres_ns=70100 guard_ns=70000 access_ns=70000",
             "x: bench window bytes=65536 ns=1000000000 kib_per_s=64",
             "x: bench irq mode=msi samples=101 median_ns=40000 lost=0",
+            "x: bench dma dir=to_device bytes=65536 ns=2000000 cpu_ns=50000",
+            "x: bench dma dir=from_device bytes=65536 ns=2000000 cpu_ns=50000",
+            "x: bench dma_alloc bytes=4096 samples=101 median_ns=3000",
             "x: bench revoke_each k=1 ns=1",
             "x: bench revoke_each k=16 ns=16",
             "x: bench revoke_each k=64 ns=64",

@@ -97,9 +97,8 @@ impl Model {
     pub(super) fn reg_write(&mut self, offset: u64, v: u32) -> WriteOutcome {
         let r = &mut self.regs;
         match offset {
-            MAGIC | VERSION | COUNTER | STATUS | RESULT | INT_STATUS | IRQ_COUNT | DMA_BITS | CAPS => {
-                return WriteOutcome::ReadOnly
-            }
+            MAGIC | VERSION | COUNTER | STATUS | RESULT | INT_STATUS | IRQ_COUNT | DMA_BITS
+            | CAPS => return WriteOutcome::ReadOnly,
             SCRATCH => r.scratch = v,
             OP_OFFSET => r.op_offset = v,
             OP_LENGTH => r.op_length = v,
