@@ -493,8 +493,9 @@ fn dma_selftest(
 
     // A streaming mapping of the pattern, which the device sums where it lies.
     let map = Mapping::new(dev, bytes, Direction::ToDevice, GFP_KERNEL)?;
-    let handle = map.access(dev)?.dma_handle();
-    let stream = Reported::new(sh, pdev, 2, "to_device", (handle, DMA_LEN), map);
+    let at = map.access(dev).map(|m| (m.dma_handle(), m.len()))?;
+    let handle = at.0;
+    let stream = Reported::new(sh, pdev, 2, "to_device", at, map);
     let o = dma(sh, pdev, io, "dma_stream", (OP_DMA_CRC32, "crc32"), handle, Some(sent))?;
     drop(stream);
     let ok = o.interrupted && o.status == STATUS_DONE && o.result == sent;
