@@ -697,6 +697,9 @@ pub const SELFTEST_CASES: &[SelfTestCase] = &[
     },
 ];
 
+/// What `cargo xtask test --iommu` runs without `--scenario`: the scenarios that do DMA.
+pub const IOMMU: &[&Scenario] = &[&DMA, &DMA_UNBIND, &DMA_SURPRISE, &SWEEP];
+
 /// What `cargo xtask test` runs, in this order.
 pub const ALL: &[&Scenario] = &[
     &BOOT,

@@ -58,6 +58,11 @@ enum Cmd {
         /// before each guest powers off); without --scenario, its own set.
         #[arg(long)]
         debug: bool,
+        /// Boot behind a guest IOMMU (QEMU's intel-iommu and a kernel flavour with its
+        /// driver, strict unmapping), so QEMU maps the device exactly what the guest maps;
+        /// x86_64 only; without --scenario, the DMA scenarios.
+        #[arg(long)]
+        iommu: bool,
         /// Skip `cargo test --workspace` (skipped anyway with --scenario).
         #[arg(long)]
         no_unit_tests: bool,
@@ -156,8 +161,16 @@ fn parse_scenario(s: &str) -> Result<&'static scenario::Scenario, String> {
 }
 
 fn flavor(debug: bool) -> Flavor {
+    flavor_with(debug, false)
+}
+
+fn flavor_with(debug: bool, iommu: bool) -> Flavor {
     Flavor {
-        extra: if debug { vec!["debug".into()] } else { vec![] },
+        extra: [(debug, "debug"), (iommu, "iommu")]
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, name)| name.to_string())
+            .collect(),
     }
 }
 
@@ -196,6 +209,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
             arch,
             scenario,
             debug,
+            iommu,
             no_unit_tests,
             repeat,
             soak,
@@ -215,9 +229,13 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 None if only_sweep => Some(&scenario::SWEEP),
                 s => s,
             };
+            if iommu && arch.0 != [harness::arch::Arch::X86_64] {
+                anyhow::bail!("--iommu is x86_64's (QEMU's intel-iommu): add --arch x86_64");
+            }
             let scenarios = match (soak, scenario) {
                 (true, _) => scenario::SOAK.to_vec(),
                 (false, Some(s)) => vec![s],
+                (false, None) if iommu => scenario::IOMMU.to_vec(),
                 (false, None) if debug => scenario::DEBUG.to_vec(),
                 (false, None) => scenario::ALL.to_vec(),
             };
@@ -225,7 +243,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
             let opts = run::TestOptions {
                 arches: arch.0,
                 scenarios,
-                flavor: flavor(debug),
+                flavor: flavor_with(debug, iommu),
                 unit_tests: !no_unit_tests && !soak && scenario.is_none(),
                 repeat: repeat as usize,
                 jobs: jobs.map_or_else(

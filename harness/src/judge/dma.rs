@@ -156,6 +156,14 @@ pub struct DmaFindings {
     pub refused: usize,
     /// Bytes moved.
     pub bytes: u64,
+    /// Behind the guest's IOMMU: the driver's mappings the device's own DMA log witnessed
+    /// (QEMU mapped each, and unmapped each the driver ended).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub witnessed: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// A doorbell the accounting matched: which report (actor, claim) and which device access.
@@ -184,8 +192,23 @@ struct Live {
     len: u64,
 }
 
-/// The oracle over a boot: the console's history, what the accounting matched, the servers.
-pub fn check(history: &[Actor], n: &Accounted, device: &[Stopped]) -> Result<DmaFindings, String> {
+/// Whether the guest booted behind its IOMMU, by the kernel's own copy of its command line.
+pub fn behind_iommu(lines: &[String]) -> bool {
+    lines
+        .iter()
+        .map(|l| crate::guest::console::strip_timestamp(l))
+        .find(|l| l.starts_with("Kernel command line:"))
+        .is_some_and(|l| l.split_whitespace().any(|w| w == "intel_iommu=on"))
+}
+
+/// The oracle over a boot: the console's history, what the accounting matched, the servers;
+/// `iommu`: the guest mapped through its IOMMU, so QEMU mapped the device each mapping.
+pub fn check(
+    history: &[Actor],
+    n: &Accounted,
+    device: &[Stopped],
+    iommu: bool,
+) -> Result<DmaFindings, String> {
     let mut k = 0;
     let walks: Vec<Walk<'_>> = history
         .iter()
@@ -212,7 +235,91 @@ pub fn check(history: &[Actor], n: &Accounted, device: &[Stopped]) -> Result<Dma
         })
         .collect();
     let servers: Vec<_> = device.iter().map(|d| (&d.log[..], &d.dma[..])).collect();
-    judge(&walks, &n.seqs, &servers)
+    let mut f = judge(&walks, &n.seqs, &servers)?;
+    if iommu {
+        f.witnessed = witnessed(&walks, &n.seqs, &servers)?;
+    }
+    Ok(f)
+}
+
+/// Behind the guest's IOMMU, QEMU maps the device exactly what the guest maps, so the device's
+/// own DMA log witnesses the driver's `# dma` lines: by the driver's next report after a map
+/// line, the device could reach the whole mapping; by its next report after an unmap line, no
+/// byte of it. Returns how many mappings were witnessed.
+fn witnessed(
+    walks: &[Walk<'_>],
+    seqs: &ClaimSeqs,
+    servers: &[(&[Access], &[DmaEvent])],
+) -> Result<usize, String> {
+    let mut n = 0;
+    let mut live: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    for (ai, walk) in walks.iter().enumerate() {
+        let Some(k) = walk.binding else { continue };
+        for (pos, line) in walk.lines {
+            // The access the driver reported next, if it reached a log.
+            let Some(Some((server, seq))) = seqs.get(ai).and_then(|s| s.get(*pos)) else {
+                continue;
+            };
+            let windows = windows_before(servers[*server].1, *seq);
+            let reach = |iova: u64, len: u64| {
+                let mut at = iova;
+                while at < iova + len {
+                    match windows.iter().find(|(w, s)| at >= *w && at < w + s) {
+                        Some((w, s)) => at = w + s,
+                        None => return false,
+                    }
+                }
+                true
+            };
+            let none =
+                |iova: u64, len: u64| !windows.iter().any(|(w, s)| iova < w + s && *w < iova + len);
+            match line {
+                Line::Map { id, iova, len, .. } => {
+                    if !reach(*iova, *len) {
+                        return Err(format!(
+                            "binding {k}: the driver reported DMA mapping {id} at {iova:#x}+{len:#x}, but QEMU had not mapped the device all of it by the driver's next access (device access #{seq}): the guest's IOMMU does not agree"
+                        ));
+                    }
+                    live.insert(*id, (*iova, *len));
+                    n += 1;
+                }
+                Line::Unmap { id } => {
+                    if let Some((iova, len)) = live.remove(id) {
+                        if !none(iova, len) {
+                            return Err(format!(
+                                "binding {k}: the driver reported DMA mapping {id} ({iova:#x}+{len:#x}) ended, but the device could still reach it at the driver's next access (device access #{seq})"
+                            ));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(n)
+}
+
+/// The guest memory windows QEMU had mapped for the device before access `seq`.
+fn windows_before(dma: &[DmaEvent], seq: u64) -> Vec<(u64, u64)> {
+    let mut windows: Vec<(u64, u64)> = Vec::new();
+    for e in dma {
+        match *e {
+            DmaEvent::Map {
+                seq: s,
+                iova,
+                size,
+                memory: true,
+            } if s <= seq => {
+                windows.retain(|&(w, n)| !(iova < w + n && w < iova + size));
+                windows.push((iova, size));
+            }
+            DmaEvent::Unmap {
+                seq: s, iova, size, ..
+            } if s <= seq => windows.retain(|&(w, n)| !(iova < w + n && w < iova + size)),
+            _ => {}
+        }
+    }
+    windows
 }
 
 impl DmaFindings {
@@ -225,8 +332,12 @@ impl DmaFindings {
             "; DMA oracle: {} DMAs ({} bytes) each inside a mapping the driver had live, with its data, bus mastering on{}",
             self.moved,
             self.bytes,
-            if self.refused > 0 { format!(", {} refused by the device", self.refused) } else { String::new() }
-        )
+            if self.refused > 0 { format!(", {} refused by the device", self.refused) } else { String::new() },
+        ) + &if self.witnessed > 0 {
+            format!(", behind the guest IOMMU each of the driver's {} mappings mapped for the device by QEMU and each it ended unmapped", self.witnessed)
+        } else {
+            String::new()
+        }
     }
 }
 

@@ -74,7 +74,7 @@ fn judged(lines: &[String], device: &[Stopped]) -> Result<DmaFindings, String> {
     let history = driver::history(lines)?;
     let logs: Vec<&[Access]> = device.iter().map(|d| &d.log[..]).collect();
     let n = accounting::account(&history, &logs)?;
-    check(&history, &n, device)
+    check(&history, &n, device, false)
 }
 
 fn edited(f: impl Fn(&str) -> Option<String>) -> Vec<String> {
@@ -95,7 +95,8 @@ fn a_clean_binding_passes_and_is_counted() {
             mappings: 1,
             moved: 2,
             refused: 0,
-            bytes: 0x20
+            bytes: 0x20,
+            witnessed: 0
         }
     );
     assert!(f.summary().contains("2 DMAs (32 bytes)"), "{}", f.summary());
@@ -217,4 +218,72 @@ fn refused_dmas_are_counted_and_malformed_lines_fail() {
             crc: Some(0x30)
         }))
     );
+}
+
+fn map(seq: u64, iova: u64, size: u64) -> DmaEvent {
+    DmaEvent::Map {
+        seq,
+        iova,
+        size,
+        memory: true,
+    }
+}
+
+fn judged_iommu(lines: &[String], device: &[Stopped]) -> Result<DmaFindings, String> {
+    let history = driver::history(lines)?;
+    let logs: Vec<&[Access]> = device.iter().map(|d| &d.log[..]).collect();
+    let n = accounting::account(&history, &logs)?;
+    check(&history, &n, device, true)
+}
+
+#[test]
+fn behind_an_iommu_the_devices_maps_must_witness_the_drivers() {
+    // Mapping 2 lives between the two doorbells: mapped before #3, unmapped before #4.
+    let mut l: Vec<&str> = CLEAN.to_vec();
+    l.insert(4, "# dma map 2 to_device 0x9000 0x200");
+    l.insert(9, "# dma unmap 2");
+    let lines = lines(&l, &[]);
+    let with = |extra: Vec<DmaEvent>| {
+        let mut e = vec![map(1, 0x1000, 0x1000)];
+        e.extend(extra);
+        e.extend(events());
+        device(0x6, e, false)
+    };
+    let f = judged_iommu(
+        &lines,
+        &with(vec![map(3, 0x9000, 0x1000), unmap(4, 0x9000)]),
+    )
+    .unwrap();
+    assert_eq!(f.witnessed, 2);
+    assert!(
+        f.summary().contains("each of the driver's 2 mappings"),
+        "{}",
+        f.summary()
+    );
+    // QEMU never mapped mapping 2: the guest's IOMMU does not agree with the driver.
+    let e = judged_iommu(&lines, &with(vec![])).unwrap_err();
+    assert!(
+        e.contains("reported DMA mapping 2 at 0x9000+0x200, but QEMU had not mapped"),
+        "{e}"
+    );
+    // Mapping 2 was never unmapped: the device could still reach it.
+    let e = judged_iommu(&lines, &with(vec![map(3, 0x9000, 0x1000)])).unwrap_err();
+    assert!(
+        e.contains("mapping 2 (0x9000+0x200) ended, but the device could still reach it"),
+        "{e}"
+    );
+    // Without an IOMMU nothing is asked of the device's maps.
+    assert_eq!(judged(&lines, &with(vec![])).unwrap().witnessed, 0);
+    let cmdline = |w: &str| vec![format!("[    0.0] Kernel command line: console=ttyS0 {w}")];
+    assert!(behind_iommu(&cmdline("intel_iommu=on")));
+    assert!(!behind_iommu(&cmdline("intel_iommu=off")));
+}
+
+fn unmap(seq: u64, iova: u64) -> DmaEvent {
+    DmaEvent::Unmap {
+        seq,
+        iova,
+        size: 0x1000,
+        windows: 1,
+    }
 }

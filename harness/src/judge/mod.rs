@@ -505,7 +505,7 @@ fn account_user_space(c: &Console, device: &[Stopped]) -> Result<(String, Accoun
     let history = driver::history(&c.lines)?;
     let mut n = accounting::account(&history, &logs(device))?;
     let seen = oracle_check(c, &history, device)?;
-    n.dma = dma::check(&history, &n, device)?;
+    n.dma = dma::check(&history, &n, device, dma::behind_iommu(&c.lines))?;
     let seen = format!("{seen}{}", n.dma.summary());
     if n.user == 0 || n.bindings > 0 {
         return Err(format!(
@@ -623,7 +623,7 @@ fn judge_sweep(
     let quiesced = config::quiesced(&n.ended, &logs(device))?;
     let irq_counts = acks::irq_count_is_acks(&n.probes, &logs(device))?;
     let seen = oracle_check(c, &history, device)?;
-    n.dma = dma::check(&history, &n, device)?;
+    n.dma = dma::check(&history, &n, device, dma::behind_iommu(&c.lines))?;
     let seen = format!("{seen}{}", n.dma.summary());
     let results = sweep::judge(scenario, &points, &history, &n.probes, &logs(device), lines)?;
     let aer = points
@@ -730,7 +730,7 @@ fn judge_driver(
     let quiesced = config::quiesced(&n.ended, &logs(device))?;
     let irq_counts = acks::irq_count_is_acks(&n.probes, &logs(device))?;
     let seen = oracle_check(c, &history, device)?;
-    n.dma = dma::check(&history, &n, device)?;
+    n.dma = dma::check(&history, &n, device, dma::behind_iommu(&c.lines))?;
     let seen = format!(
         "{seen}{}{}",
         n.dma.summary(),

@@ -52,6 +52,8 @@ pub struct Prepared {
     /// How many times its scenarios' timeouts a boot of this kernel gets
     /// ([`Flavor::slowdown`]).
     pub slowdown: u32,
+    /// Boots go behind a guest IOMMU ([`Flavor::iommu`]).
+    pub iommu: bool,
 }
 
 pub fn setup(paths: &Paths, arches: &[Arch]) -> Result<Toolchain> {
@@ -146,6 +148,7 @@ pub fn prepare(
         driver,
         platform,
         slowdown: flavor.slowdown(),
+        iommu: flavor.iommu(),
     })
 }
 
@@ -216,7 +219,15 @@ struct Rig<'a> {
 
 impl Rig<'_> {
     fn guest<'a>(&'a self, s: &Scenario, dir: &'a Path) -> Guest<'a> {
-        Guest {
+        // The guest IOMMU comes before every other device (QEMU attaches PCI devices to it as
+        // they are created); caching mode, so that QEMU sees each mapping the guest makes and
+        // passes it on to the device server (vfio-user DMA_MAP/DMA_UNMAP).
+        let iommu: &[&str] = if self.p.iommu {
+            &["-device", "intel-iommu,caching-mode=on"]
+        } else {
+            &[]
+        };
+        let mut g = Guest {
             arch: self.p.kernel.arch,
             qemu: &self.tc.qemu,
             kernel: &self.p.image,
@@ -231,14 +242,18 @@ impl Rig<'_> {
                 _ => format!("pcirig.scenario={} {}", s.name, s.cmdline),
             },
             dir,
-            extra_args: s
-                .stock_devices
+            extra_args: iommu
                 .iter()
-                .flat_map(|d| ["-device", d])
+                .copied()
+                .chain(s.stock_devices.iter().flat_map(|d| ["-device", d]))
                 .chain(s.machine.qemu_args(self.p.kernel.arch).iter().copied())
                 .map(str::to_string)
                 .collect(),
+        };
+        if self.p.iommu {
+            g.cmdline.push_str(" intel_iommu=on");
         }
+        g
     }
 
     /// Boots once, with a fresh device server when the scenario wants one,
