@@ -353,10 +353,27 @@ impl<T: Send + 'static> Drop for Reported<T> {
     }
 }
 
-/// Points the DMA engine at `iova`, reads the address back (a write the device dropped must not
-/// send the DMA elsewhere), announces the DMA (`# dma start OP IOVA LEN CRC`) and starts it over
-/// BAR2's first `DMA_LEN` bytes, without waiting. `Err(held)`: the device held another address,
-/// and no DMA was started.
+/// A DMA parameter the device does not hold as written (a write it dropped).
+struct Mismatch {
+    what: &'static str,
+    held: u64,
+    want: u64,
+}
+
+impl core::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "the device holds {} {:#x}, not {:#x}",
+            self.what, self.held, self.want
+        )
+    }
+}
+
+/// Sets up a DMA over BAR2's first `DMA_LEN` bytes and guest memory at `iova`, reads every
+/// parameter back (a write the device dropped must not send the DMA elsewhere, or make it
+/// longer), announces it (`# dma start OP IOVA LEN CRC`) and rings the doorbell, without
+/// waiting. On a mismatch no DMA is started.
 fn dma_start(
     sh: &Shared,
     pdev: &pci::Device,
@@ -364,30 +381,38 @@ fn dma_start(
     (opcode, op): (u32, &str),
     iova: u64,
     crc: Option<u32>,
-) -> core::result::Result<(), u64> {
+) -> core::result::Result<(), Mismatch> {
     wr!(sh, pdev, io, iova as u32, reg::DMA_ADDR_LO);
     wr!(sh, pdev, io, (iova >> 32) as u32, reg::DMA_ADDR_HI);
+    wr!(sh, pdev, io, 0, reg::OP_OFFSET);
+    wr!(sh, pdev, io, DMA_LEN as u32, reg::OP_LENGTH);
     let lo = rd!(sh, pdev, io, reg::DMA_ADDR_LO);
     let hi = rd!(sh, pdev, io, reg::DMA_ADDR_HI);
-    let held = (u64::from(hi) << 32) | u64::from(lo);
-    if held != iova {
-        return Err(held);
-    }
-    {
-        let _report = sh.reports.lock();
-        match crc {
-            Some(crc) => dev_info!(
-                pdev,
-                "# dma start {} {:#x} {:#x} {:#x}\n",
-                op,
-                iova,
-                DMA_LEN,
-                crc
-            ),
-            None => dev_info!(pdev, "# dma start {} {:#x} {:#x} -\n", op, iova, DMA_LEN),
+    let offset = rd!(sh, pdev, io, reg::OP_OFFSET);
+    let len = rd!(sh, pdev, io, reg::OP_LENGTH);
+    for (what, held, want) in [
+        ("DMA address", (u64::from(hi) << 32) | u64::from(lo), iova),
+        ("offset", offset.into(), 0),
+        ("length", len.into(), DMA_LEN as u64),
+    ] {
+        if held != want {
+            return Err(Mismatch { what, held, want });
         }
     }
-    ring(sh, pdev, io, opcode, 0, DMA_LEN as u32, 0);
+    let report = sh.reports.lock();
+    match crc {
+        Some(crc) => dev_info!(
+            pdev,
+            "# dma start {} {:#x} {:#x} {:#x}\n",
+            op,
+            iova,
+            DMA_LEN,
+            crc
+        ),
+        None => dev_info!(pdev, "# dma start {} {:#x} {:#x} -\n", op, iova, DMA_LEN),
+    }
+    drop(report);
+    wr!(sh, pdev, io, opcode, reg::CMD);
     Ok(())
 }
 
@@ -402,13 +427,8 @@ fn dma(
     crc: Option<u32>,
 ) -> Result<Outcome> {
     let before = sh.handled();
-    if let Err(held) = dma_start(sh, pdev, io, op, iova, crc) {
-        step(
-            pdev,
-            step_name,
-            false,
-            format_args!("the device holds DMA address {:#x}, not {:#x}", held, iova),
-        )?;
+    if let Err(mismatch) = dma_start(sh, pdev, io, op, iova, crc) {
+        step(pdev, step_name, false, format_args!("{}", mismatch))?;
     }
     let interrupted = sh.wait_interrupt(before, INT_DONE);
     Ok(Outcome {
@@ -588,13 +608,13 @@ impl Shared {
             }
         }
         let op = (OP_DMA_FROM_DEVICE, "from_device");
-        if let Err(held) = dma_start(self, pdev, io, op, back, None) {
+        if let Err(mismatch) = dma_start(self, pdev, io, op, back, None) {
             d.streaming = false;
             dev_info!(
                 pdev,
-                "event stream_stopped rounds={} address={:#x}\n",
+                "event stream_stopped rounds={} {}\n",
                 d.rounds,
-                held
+                mismatch
             );
             return;
         }

@@ -5,6 +5,7 @@
 
 use crate::arch::Arch;
 use crate::guest::console::Splat;
+use crate::kernel::Line;
 use crate::verdict::Cause;
 use std::time::Duration;
 
@@ -29,6 +30,8 @@ pub struct Scenario {
     /// QEMU's own devices to add (`-device NAME` each), e.g. pci-testdev.
     pub stock_devices: &'static [&'static str],
     pub check: Check,
+    /// The kernel line it boots: ours on 6.12, or mainline with upstream's abstractions.
+    pub line: Line,
 }
 
 /// What the machine holds besides QEMU's defaults.
@@ -102,6 +105,8 @@ pub enum Check {
     Runner,
     /// KUnit's KTAP: every suite complete and passing.
     Kunit,
+    /// As `Kunit`, on the mainline line: upstream's doctests ran, none pinned to our count.
+    KunitMainline,
     /// Broken guests on purpose (`SELFTEST_CASES`).
     SelfTest,
     /// The runner's KTAP, and the device's log holds exactly the `# mmio`
@@ -158,6 +163,7 @@ impl Scenario {
             machine: Machine::Bare,
             stock_devices: &[],
             check: Check::Runner,
+            line: Line::Lts,
         }
     }
 
@@ -289,6 +295,41 @@ pub const BOOT: Scenario = Scenario {
         "rust_minimal: Rust minimal sample (exit)",
     ],
     ..Scenario::runner("boot", script!("boot"), Duration::from_secs(120))
+};
+
+/// `boot` on the mainline line (Linux 7.x as upstream has it).
+pub const MAINLINE_BOOT: Scenario = Scenario {
+    name: "mainline-boot",
+    about: "Linux 7.x (mainline, no overlay) boots, loads and unloads the rust_minimal sample, powers off",
+    script: script!("mainline-boot"),
+    line: Line::Mainline,
+    ..BOOT
+};
+
+/// Upstream's own Rust doctests under KUnit on the mainline line.
+pub const MAINLINE_KUNIT: Scenario = Scenario {
+    about: "Linux 7.x: upstream's kernel-crate doc examples run as KUnit tests, all passing",
+    cmdline: "kunit.enable=1",
+    stock_devices: &["pci-testdev"],
+    check: Check::KunitMainline,
+    line: Line::Mainline,
+    ..Scenario::runner(
+        "mainline-kunit",
+        script!("mainline-kunit"),
+        Duration::from_secs(300),
+    )
+};
+
+/// Upstream's `rust_driver_pci` sample on pci-testdev, on the mainline line.
+pub const MAINLINE_PCI: Scenario = Scenario {
+    about: "Linux 7.x: upstream's rust_driver_pci sample on pci-testdev: probe, unbind, bind again, rmmod; each probe's data match and config reads printed",
+    stock_devices: &["pci-testdev"],
+    kernel_lines: &[
+        "pci-testdev data-match count: 1",
+        "pci-testdev config space read16 vendor ID: 1b36",
+    ],
+    line: Line::Mainline,
+    ..Scenario::runner("mainline-pci", script!("mainline-pci"), Duration::from_secs(120))
 };
 
 pub const KUNIT: Scenario = Scenario {
@@ -718,6 +759,9 @@ pub const ALL: &[&Scenario] = &[
     &DMA,
     &DMA_UNBIND,
     &DMA_SURPRISE,
+    &MAINLINE_BOOT,
+    &MAINLINE_KUNIT,
+    &MAINLINE_PCI,
     &PROBE_ERROR,
     &IRQ_INTX,
     &IRQ_UNBIND,

@@ -4,7 +4,7 @@
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use harness::arch::Arch;
-use harness::kernel::Flavor;
+use harness::kernel::{Flavor, Line};
 use harness::scenario;
 use harness::{bench, run, Paths};
 use std::path::PathBuf;
@@ -35,6 +35,9 @@ enum Cmd {
         /// PROVE_RCU, kmemleak).
         #[arg(long)]
         debug: bool,
+        /// The kernel line: 6.12 (ours) or 7 (mainline, upstream's abstractions).
+        #[arg(long, default_value = "6.12", value_parser = parse_line)]
+        kernel: Line,
     },
     /// Boot a guest to an interactive busybox shell on this terminal.
     Run {
@@ -58,6 +61,11 @@ enum Cmd {
         /// before each guest powers off); without --scenario, its own set.
         #[arg(long)]
         debug: bool,
+        /// Kernel lines: 6.12 (ours), 7 (mainline, upstream's abstractions) or all; by
+        /// default 6.12 on every arch asked for and 7 on x86_64 alone (its scenarios are
+        /// the `mainline-*` ones).
+        #[arg(long, value_parser = ["6.12", "7", "all"])]
+        kernel: Option<String>,
         /// Boot behind a guest IOMMU (QEMU's intel-iommu and a kernel flavour with its
         /// driver, strict unmapping), so QEMU maps the device exactly what the guest maps;
         /// x86_64 only; without --scenario, the DMA scenarios.
@@ -164,8 +172,17 @@ fn flavor(debug: bool) -> Flavor {
     flavor_with(debug, false)
 }
 
+fn parse_line(s: &str) -> Result<Line, String> {
+    match s {
+        "6.12" => Ok(Line::Lts),
+        "7" => Ok(Line::Mainline),
+        _ => Err(format!("{s:?} is no kernel line; one of: 6.12, 7")),
+    }
+}
+
 fn flavor_with(debug: bool, iommu: bool) -> Flavor {
     Flavor {
+        line: Line::Lts,
         extra: [(debug, "debug"), (iommu, "iommu")]
             .iter()
             .filter(|(on, _)| *on)
@@ -196,11 +213,19 @@ fn run_cli(cli: Cli) -> Result<bool> {
         Cmd::Setup { arch } => {
             run::setup(&paths, &arch.0)?;
         }
-        Cmd::Build { arch, debug } => {
+        Cmd::Build {
+            arch,
+            debug,
+            kernel,
+        } => {
             let tc = run::setup(&paths, &arch.0)?;
             let out = run::new_run_dir(&paths)?;
+            let flavor = Flavor {
+                line: kernel,
+                ..flavor(debug)
+            };
             for a in arch.0 {
-                let p = run::prepare(&paths, &tc, a, &flavor(debug), &out, true)?;
+                let p = run::prepare(&paths, &tc, a, &flavor, &out, kernel == Line::Lts)?;
                 eprintln!("build: {a}: {} + {}", p.image.display(), p.initrd.display());
             }
         }
@@ -209,6 +234,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
             arch,
             scenario,
             debug,
+            kernel,
             iommu,
             no_unit_tests,
             repeat,
@@ -240,8 +266,21 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 (false, None) => scenario::ALL.to_vec(),
             };
             let repeat = if soak && repeat == 1 { 100 } else { repeat };
+            let x86_only: Vec<Arch> = arch
+                .0
+                .iter()
+                .copied()
+                .filter(|&a| a == Arch::X86_64)
+                .collect();
+            let (arches, mainline_arches) = match kernel.as_deref() {
+                Some("6.12") => (arch.0, Vec::new()),
+                Some("7") => (Vec::new(), arch.0),
+                Some(_) => (arch.0.clone(), arch.0),
+                None => (arch.0, x86_only),
+            };
             let opts = run::TestOptions {
-                arches: arch.0,
+                arches,
+                mainline_arches,
                 scenarios,
                 flavor: flavor_with(debug, iommu),
                 unit_tests: !no_unit_tests && !soak && scenario.is_none(),

@@ -566,6 +566,7 @@ fn oracle_cost(
                 paths,
                 &TestOptions {
                     arches: arches.to_vec(),
+                    mainline_arches: Vec::new(),
                     scenarios: vec![ORACLE_SCENARIO],
                     flavor: Flavor::default(),
                     unit_tests: false,
@@ -672,6 +673,7 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
         paths,
         &TestOptions {
             arches: opts.arches.clone(),
+            mainline_arches: Vec::new(),
             scenarios: vec![
                 &scenario::BOOT,
                 &scenario::BENCH_FULL,
@@ -740,6 +742,7 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
         paths,
         &TestOptions {
             arches: opts.arches.clone(),
+            mainline_arches: Vec::new(),
             scenarios: vec![&scenario::SWEEP],
             flavor: Flavor::default(),
             unit_tests: false,
@@ -1246,7 +1249,7 @@ mod tests {
             (45.0, 44.0, true)
         );
         let points = sweep_pace_points();
-        assert_eq!(points.len(), 102);
+        assert_eq!(points.len(), 104);
         assert!(points
             .iter()
             .all(|p| p.kind != qemu_device::model::FaultKind::Die));

@@ -97,6 +97,8 @@ fn host_needs(arches: &[Arch]) -> Vec<Need> {
         need("rust-web-clippy", "/usr/bin/clippy-driver"),
         need("rustfmt-web", "/usr/bin/rustfmt"),
         need("libclang-14-dev", "/usr/lib/llvm-14/lib/libclang.so"),
+        // The mainline line's bindgen needs libclang 17 or newer.
+        need("libclang1-19", "/usr/lib/llvm-19/lib/libclang-19.so.1"),
     ];
     for a in arches {
         match a {
@@ -312,7 +314,8 @@ pub fn ensure(paths: &Paths, arches: &[Arch]) -> Result<Toolchain> {
         });
         let bindgen = ensure_host_packages(arches).and_then(|()| {
             // linux-source is installed now: unpack it while bindgen builds.
-            let unpacked = scope.spawn(|| crate::kernel::unpack_source(paths));
+            let unpacked =
+                scope.spawn(|| crate::kernel::unpack_source(paths, crate::kernel::Line::Lts));
             let bindgen = ensure_bindgen(paths);
             unpacked
                 .join()

@@ -172,6 +172,7 @@ pub fn judge(
     lines: &[String],
     expected_skips: &[ExpectedSkip],
     arch: Arch,
+    ours: bool,
 ) -> Result<String, String> {
     let run = run(lines);
     if run.suites.is_empty() {
@@ -237,7 +238,15 @@ pub fn judge(
                 *e = (e.0 + ok, e.1 + n);
                 m
             });
-    for (module, n) in doctests(arch) {
+    if !ours
+        && !run
+            .suites
+            .iter()
+            .any(|s| s.name == "rust_doctests_kernel" && !s.tests.is_empty())
+    {
+        problems.push("the kernel crate's doctests (rust_doctests_kernel) did not run".into());
+    }
+    for (module, n) in doctests(arch).filter(|_| ours) {
         let ran = counts.get(module).map_or(0, |c| c.1);
         if ran != n {
             problems.push(format!(
@@ -425,7 +434,7 @@ mod tests {
 
     #[test]
     fn a_complete_passing_run_passes() {
-        let ok = judge(&passing(), EXPECTED_SKIPS, Arch::Arm64).unwrap();
+        let ok = judge(&passing(), EXPECTED_SKIPS, Arch::Arm64, true).unwrap();
         assert!(ok.contains("in 2 suites (as planned) passed"), "{ok}");
         assert!(
             ok.contains("io 40/40") && ok.contains("sync_rcu 5/5"),
@@ -436,13 +445,13 @@ mod tests {
     #[test]
     fn a_failing_test_or_a_short_suite_fails() {
         let log = replace(&passing(), "    ok 1 a", "    not ok 1 a");
-        let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64).unwrap_err();
+        let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64, true).unwrap_err();
         assert!(e.contains("other: not ok 1 a"), "{e}");
         let log = replace(&passing(), "    1..1", "    1..2");
-        let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64).unwrap_err();
+        let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64, true).unwrap_err();
         assert!(e.contains("other: planned Some(2) tests, 1 ran"), "{e}");
         let log = without(&passing(), "ok 2 other");
-        let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64).unwrap_err();
+        let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64, true).unwrap_err();
         assert!(e.contains("other: never finished"), "{e}");
     }
 
@@ -452,13 +461,13 @@ mod tests {
         let mut log = passing();
         log.extend(unstamped()[2..5].iter().cloned());
         log.push("    ok 1 rust_doctest_kernel_io_rs_0".into());
-        let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64).unwrap_err();
+        let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64, true).unwrap_err();
         assert!(
             e.contains("3 KUnit-looking lines not printed by the kernel (not its syslog prefix, or no printk stamp), the first: `    # Subtest: rust_doctests_kernel`"),
             "{e}"
         );
         // A whole fake run, with no real one: nothing the kernel printed.
-        let e = judge(&unstamped(), EXPECTED_SKIPS, Arch::Arm64).unwrap_err();
+        let e = judge(&unstamped(), EXPECTED_SKIPS, Arch::Arm64, true).unwrap_err();
         assert!(e.contains("KUnit printed no suites"), "{e}");
     }
 
@@ -468,7 +477,7 @@ mod tests {
             .iter()
             .map(|l| format!("<6>[    1.000000] {l}"))
             .collect();
-        judge(&marked, EXPECTED_SKIPS, Arch::Arm64).unwrap();
+        judge(&marked, EXPECTED_SKIPS, Arch::Arm64, true).unwrap();
         // The same suite again, written to /dev/kmsg: stamped, but LOG_USER.
         let mut log = marked.clone();
         log.extend(
@@ -476,7 +485,7 @@ mod tests {
                 .iter()
                 .map(|l| format!("<14>[    2.000000] {l}")),
         );
-        let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64).unwrap_err();
+        let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64, true).unwrap_err();
         assert!(
             e.contains("KUnit-looking lines not printed by the kernel (not its syslog prefix, or no printk stamp), the first: `<14>"),
             "{e}"
@@ -486,35 +495,35 @@ mod tests {
             .iter()
             .map(|l| format!("<14>[    1.000000] {l}"))
             .collect();
-        let e = judge(&kmsg, EXPECTED_SKIPS, Arch::Arm64).unwrap_err();
+        let e = judge(&kmsg, EXPECTED_SKIPS, Arch::Arm64, true).unwrap_err();
         assert!(e.contains("KUnit printed no suites"), "{e}");
     }
 
     #[test]
     fn the_plan_must_match_the_suites_seen() {
         let log = replace(&passing(), "1..2", "1..3");
-        let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64).unwrap_err();
+        let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64, true).unwrap_err();
         assert!(e.contains("KUnit planned 3 suites, 2 were seen"), "{e}");
         // A suite that vanished whole: the plan still says two.
         let log = passing();
-        let e = judge(&log[..log.len() - 5], EXPECTED_SKIPS, Arch::Arm64).unwrap_err();
+        let e = judge(&log[..log.len() - 5], EXPECTED_SKIPS, Arch::Arm64, true).unwrap_err();
         assert!(e.contains("KUnit planned 2 suites, 1 were seen"), "{e}");
         let log = without(&passing(), "1..2");
-        let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64).unwrap_err();
+        let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64, true).unwrap_err();
         assert!(e.contains("no top-level plan"), "{e}");
     }
 
     #[test]
     fn a_suite_that_says_not_ok_fails_even_with_passing_tests() {
         let log = replace(&passing(), "ok 2 other", "not ok 2 other");
-        let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64).unwrap_err();
+        let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64, true).unwrap_err();
         assert!(e.contains("other: the suite says not ok"), "{e}");
     }
 
     #[test]
     fn a_skip_fails_unless_expected_and_is_reported() {
         let log = replace(&passing(), "    ok 1 a", "    ok 1 a # SKIP no hardware");
-        let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64).unwrap_err();
+        let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64, true).unwrap_err();
         assert!(e.contains("other: a skipped, which is not expected"), "{e}");
         let log = passing();
         let task = log
@@ -523,7 +532,7 @@ mod tests {
             .find(|l| l.contains("ok ") && l.ends_with("rust_doctest_kernel_task_rs_0"))
             .unwrap();
         let log = replace(&log, task, &format!("{task} # SKIP excluded"));
-        let ok = judge(&log, EXPECTED_SKIPS, Arch::Arm64).unwrap();
+        let ok = judge(&log, EXPECTED_SKIPS, Arch::Arm64, true).unwrap();
         assert!(
             ok.contains(
                 "1 skipped as expected: rust_doctest_kernel_task_rs_0 (rust/kernel/task.rs:52"
@@ -531,7 +540,7 @@ mod tests {
             "{ok}"
         );
         assert!(ok.contains("task 0/1"), "a skip is not a pass: {ok}");
-        let e = judge(&log, &[], Arch::Arm64).unwrap_err();
+        let e = judge(&log, &[], Arch::Arm64, true).unwrap_err();
         assert!(e.contains("rust_doctest_kernel_task_rs_0 skipped"), "{e}");
     }
 
@@ -557,10 +566,10 @@ mod tests {
     fn the_device_tree_modules_are_required_where_they_are_built() {
         // Without the device-tree modules' doctests: x86_64 passes, arm64 does not.
         let log = without_tests(passing(), "rust_doctest_kernel_clk_rs_");
-        judge(&log, EXPECTED_SKIPS, Arch::X86_64).unwrap();
-        let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64).unwrap_err();
+        judge(&log, EXPECTED_SKIPS, Arch::X86_64, true).unwrap();
+        let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64, true).unwrap_err();
         assert!(e.contains("module clk: 0 doctests ran, 11 expected"), "{e}");
-        let e = judge(&log, EXPECTED_SKIPS, Arch::Riscv64).unwrap_err();
+        let e = judge(&log, EXPECTED_SKIPS, Arch::Riscv64, true).unwrap_err();
         assert!(e.contains("module clk: 0 doctests ran"), "{e}");
     }
 
@@ -571,7 +580,7 @@ mod tests {
             // shrinks with it, so only the count can notice.
             let last = format!("rust_doctest_kernel_{module}_rs_{}", n - 1);
             let log = without_tests(passing(), &last);
-            let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64).unwrap_err();
+            let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64, true).unwrap_err();
             assert!(
                 e.contains(&format!(
                     "module {module}: {} doctests ran, {n} expected",
@@ -595,7 +604,7 @@ mod tests {
             .iter()
             .map(|l| format!("[    1.000000] {l}"))
             .collect();
-        let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64).unwrap_err();
+        let e = judge(&log, EXPECTED_SKIPS, Arch::Arm64, true).unwrap_err();
         assert!(
             e.contains(&format!(
                 "module devres: {} doctests ran, {n} expected",

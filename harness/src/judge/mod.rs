@@ -195,8 +195,8 @@ fn verdict(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
             "the kernel was asked to mark its lines (console_msg_format=syslog), but no console line carries its <N> prefix: kernel lines cannot be told from user space's".into(),
         );
     }
-    if matches!(s.check, Check::Kunit) {
-        return judge_kunit(c);
+    if matches!(s.check, Check::Kunit | Check::KunitMainline) {
+        return judge_kunit(c, matches!(s.check, Check::Kunit));
     }
     let mut plan = None;
     let mut results = Vec::new();
@@ -825,8 +825,9 @@ fn judge_driver(
 }
 
 /// KUnit's rules (`kunit::judge`).
-fn judge_kunit(c: &Console) -> Judgement {
-    match kunit::judge(&c.lines, kunit::EXPECTED_SKIPS, c.arch) {
+/// `ours`: the 6.12 line, whose modules of ours must each run exactly their doctests.
+fn judge_kunit(c: &Console, ours: bool) -> Judgement {
+    match kunit::judge(&c.lines, kunit::EXPECTED_SKIPS, c.arch, ours) {
         Ok(summary) => Judgement {
             verdict: Verdict::Pass,
             cause: None,

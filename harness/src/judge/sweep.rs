@@ -534,7 +534,7 @@ mod tests {
             b
         };
         let e = run("error:5", faulted(), short, &log, &p).unwrap_err();
-        assert!(e.contains("made 125 device accesses"), "{e}");
+        assert!(e.contains("made 128 device accesses"), "{e}");
         let refused = binding(REFUSED_AT_SCRATCH, false, 80);
         let e = run("error:5", faulted(), refused, &log, &p).unwrap_err();
         assert!(e.contains("the next clean probe did not bind"), "{e}");

@@ -22,13 +22,93 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
+/// The source package of the mainline line, pinned: Debian trixie-backports' newest Linux.
+pub const MAINLINE_PACKAGE: &str = "linux-source-7.3";
+
+/// Where the libclang mainline's bindgen loads lives (package libclang1-19).
+pub const MAINLINE_LIBCLANG: &str = "/usr/lib/llvm-19/lib";
+
+/// A kernel line: where its source comes from and what we lay over it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Line {
+    /// Linux 6.12 LTS (the host's linux-source-6.12) with our abstractions laid over it.
+    #[default]
+    Lts,
+    /// Mainline 7.x (`MAINLINE_PACKAGE`), with upstream's own Rust abstractions.
+    Mainline,
+}
+
+impl Line {
+    /// `6.12` or `7`, as `--kernel` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Line::Lts => "6.12",
+            Line::Mainline => "7",
+        }
+    }
+
+    fn package(self) -> &'static str {
+        match self {
+            Line::Lts => "linux-source-6.12",
+            Line::Mainline => MAINLINE_PACKAGE,
+        }
+    }
+
+    /// This line's base fragment under guest-kernel/configs/ (the arch's are shared).
+    fn base_fragment(self) -> &'static str {
+        match self {
+            Line::Lts => "base",
+            Line::Mainline => "mainline/base",
+        }
+    }
+
+    /// The source tarball and the package version that keys it. The LTS source is a host
+    /// package (provisioned with the rest); mainline's is fetched into the cache once, from
+    /// trixie-backports through a private apt state.
+    fn source(self, paths: &Paths) -> Result<(PathBuf, String)> {
+        let tarball = |root: &Path| root.join(format!("usr/src/{}.tar.xz", self.package()));
+        let key = |v: &str| v.trim().replace(['~', ':', '+'], "_");
+        match self {
+            Line::Lts => {
+                let v = run(Command::new("dpkg-query").args([
+                    "-W",
+                    "-f=${Version}",
+                    self.package(),
+                ]))
+                .with_context(|| format!("asking dpkg for the {} version", self.package()))?;
+                Ok((tarball(Path::new("/")), key(&v)))
+            }
+            Line::Mainline => {
+                let dir = paths.cache.join("apt/linux-mainline");
+                let (root, version) = (dir.join("root"), dir.join("version"));
+                if let (true, Ok(v)) = (tarball(&root).exists(), std::fs::read_to_string(&version))
+                {
+                    return Ok((tarball(&root), key(&v)));
+                }
+                eprintln!(
+                    "kernel: fetching {} from trixie-backports (about 170 MB)",
+                    self.package()
+                );
+                let apt = crate::host::apt::PrivateApt::new(&dir, "amd64", &["trixie-backports"])?;
+                let deb = apt.download_one(self.package())?;
+                let v = run(Command::new("dpkg-deb").arg("-f").arg(&deb).arg("Version"))?;
+                let _ = std::fs::remove_dir_all(&root);
+                crate::host::apt::extract(&deb, &root)?;
+                std::fs::remove_file(&deb)?;
+                std::fs::write(&version, v.trim())?;
+                Ok((tarball(&root), key(&v)))
+            }
+        }
+    }
+}
 
 /// Which config fragments go over tinyconfig besides base and the arch's.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Flavor {
     /// Names under guest-kernel/configs/ without `.config`, e.g. `debug`.
     pub extra: Vec<String>,
+    /// The kernel line.
+    pub line: Line,
 }
 
 impl Flavor {
@@ -75,6 +155,7 @@ pub struct Kernel {
     pub arch: Arch,
     /// Built with clang ([`Flavor::clang`]): every make on it must say so.
     pub clang: bool,
+    pub line: Line,
     pub src: PathBuf,
     pub build: PathBuf,
 }
@@ -88,13 +169,6 @@ impl Kernel {
     pub fn module(&self, rel: &str) -> PathBuf {
         self.build.join(rel)
     }
-}
-
-/// The linux-source package's version keys the source tree and its builds.
-fn source_version() -> Result<String> {
-    let v = run(Command::new("dpkg-query").args(["-W", "-f=${Version}", "linux-source-6.12"]))
-        .context("asking dpkg for the linux-source-6.12 version")?;
-    Ok(v.trim().replace(['~', ':', '+'], "_"))
 }
 
 /// One build tree (an arch and flavour) held for this process: the build
@@ -111,8 +185,9 @@ pub struct Tree {
 
 /// Unpacks the pristine source tree if it is not yet (the first minute of a
 /// cold start, which provisioning overlaps with building bindgen).
-pub fn unpack_source(paths: &Paths) -> Result<()> {
-    let base = tree_base(paths)?;
+pub fn unpack_source(paths: &Paths, line: Line) -> Result<()> {
+    let (tarball, version) = line.source(paths)?;
+    let base = tree_base(paths, &version);
     // Unpacked once, marked last: no lock needed to see it (a build would
     // hold the tree shared, and this must not wait for one).
     if base.join("src/.unpacked").exists() {
@@ -120,21 +195,22 @@ pub fn unpack_source(paths: &Paths) -> Result<()> {
     }
     std::fs::create_dir_all(&base)?;
     let _exclusive = lock_file(&base.join("src.lock"), true, "the kernel source tree")?;
-    unpack(&base, &base.join("src"))
+    unpack(&base, &base.join("src"), &tarball, line.package())
 }
 
 /// Where the source tree, its pristine copies and the build trees live.
-fn tree_base(paths: &Paths) -> Result<PathBuf> {
+fn tree_base(paths: &Paths, version: &str) -> PathBuf {
     // `linux/`, not the `kernel/` of revisions before per-tree locks: a
     // bench baseline of such a revision keeps its own tree and builds in
     // the same cache, and neither rewrites the other's overlay or config.
-    Ok(paths.cache.join("linux").join(source_version()?))
+    paths.cache.join("linux").join(version)
 }
 
 /// Takes `arch`'s build tree for `flavor`, the source tree unpacked and our
 /// overlay applied first. Waits (saying so) while another build holds it.
 pub fn lock(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<Tree> {
-    let base = tree_base(paths)?;
+    let (tarball, version) = flavor.line.source(paths)?;
+    let base = tree_base(paths, &version);
     std::fs::create_dir_all(&base)?;
     let src = base.join("src");
     let overlay = Overlay {
@@ -142,7 +218,11 @@ pub fn lock(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<Tree> {
         orig: base.join("orig"),
         manifest: base.join("overlay-manifest"),
     };
-    let guest = paths.root.join("guest-kernel");
+    // Our overlay goes over the LTS tree only: mainline is built as upstream has it.
+    let guest = match flavor.line {
+        Line::Lts => paths.root.join("guest-kernel"),
+        Line::Mainline => paths.root.join("guest-kernel/mainline-overlay"),
+    };
     // Shared while the tree is as we want it: other arches build from it.
     let as_wanted = || -> Result<Option<std::fs::File>> {
         let shared = lock_file(&base.join("src.lock"), false, "the kernel source tree")?;
@@ -165,7 +245,7 @@ pub fn lock(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<Tree> {
             break shared;
         }
         let _exclusive = lock_file(&base.join("src.lock"), true, "the kernel source tree")?;
-        unpack(&base, &src)?;
+        unpack(&base, &src, &tarball, flavor.line.package())?;
         overlay.apply(&guest, true)?;
     };
     let build = base.join("build").join(format!("{arch}-{}", flavor.name()));
@@ -227,13 +307,14 @@ fn lock_file(path: &Path, exclusive: bool, what: &str) -> Result<std::fs::File> 
     Ok(f)
 }
 
-/// Unpacks the pristine linux-source tarball into `src`, once.
-fn unpack(base: &Path, src: &Path) -> Result<()> {
+/// Unpacks the pristine `tarball` (whose top folder is `top`) into `src`, once.
+fn unpack(base: &Path, src: &Path, tarball: &Path, top: &str) -> Result<()> {
     if src.join(".unpacked").exists() {
         return Ok(());
     }
     eprintln!(
-        "kernel: unpacking {TARBALL} into {} (about a minute)",
+        "kernel: unpacking {} into {} (about a minute)",
+        tarball.display(),
         src.display()
     );
     let tmp = base.join("unpack.tmp");
@@ -242,10 +323,10 @@ fn unpack(base: &Path, src: &Path) -> Result<()> {
     std::fs::create_dir_all(&tmp)?;
     run(Command::new("tar")
         .arg("-xf")
-        .arg(TARBALL)
+        .arg(tarball)
         .arg("-C")
         .arg(&tmp))?;
-    std::fs::rename(tmp.join("linux-source-6.12"), src)?;
+    std::fs::rename(tmp.join(top), src)?;
     std::fs::remove_dir_all(&tmp)?;
     std::fs::write(src.join(".unpacked"), "")?;
     Ok(())
@@ -417,8 +498,17 @@ fn walk(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// The `make` invocation for one arch's build directory.
-pub fn make(tc: &Toolchain, src: &Path, build: &Path, arch: Arch, clang: bool) -> Command {
+pub fn make(
+    tc: &Toolchain,
+    src: &Path,
+    build: &Path,
+    (arch, clang, line): (Arch, bool, Line),
+) -> Command {
     let mut c = Command::new("make");
+    if line == Line::Mainline {
+        // Mainline's bindgen needs libclang 17 or newer; 6.12 keeps Debian's default (14).
+        c.env("LIBCLANG_PATH", MAINLINE_LIBCLANG);
+    }
     c.arg("-C")
         .arg(src)
         .arg(format!("O={}", build.display()))
@@ -455,7 +545,10 @@ fn configure(
     flavor: &Flavor,
 ) -> Result<()> {
     let configs = paths.root.join("guest-kernel/configs");
-    let mut names = vec!["base".to_string(), arch.name().to_string()];
+    let mut names = vec![
+        flavor.line.base_fragment().to_string(),
+        arch.name().to_string(),
+    ];
     for extra in &flavor.extra {
         names.push(extra.clone());
         // A flavour may ask more of one arch (e.g. KASAN where Rust allows it).
@@ -478,12 +571,12 @@ fn configure(
     if std::fs::read_to_string(&stamp).ok().as_deref() != Some(&merged) || !dot.exists() {
         eprintln!("kernel {arch}: configuring ({})", names.join(" + "));
         std::fs::create_dir_all(build)?;
-        run(make(tc, src, build, arch, flavor.clang(arch)).arg("tinyconfig"))?;
+        run(make(tc, src, build, (arch, flavor.clang(arch), flavor.line)).arg("tinyconfig"))?;
         std::fs::OpenOptions::new()
             .append(true)
             .open(&dot)?
             .write_all(merged.as_bytes())?;
-        run(make(tc, src, build, arch, flavor.clang(arch)).arg("olddefconfig"))?;
+        run(make(tc, src, build, (arch, flavor.clang(arch), flavor.line)).arg("olddefconfig"))?;
         std::fs::write(&stamp, &merged)?;
     }
     let unmet = kconfig::unmet(&wanted, &std::fs::read_to_string(&dot)?);
@@ -543,14 +636,14 @@ pub fn build(paths: &Paths, tc: &Toolchain, tree: &Tree, flavor: &Flavor) -> Res
     configure(paths, tc, &src, &build, arch, flavor)?;
     let started = Instant::now();
     let log = build.join("pci-rig-make.log");
-    let mut cmd = make(tc, &src, &build, arch, clang);
+    let mut cmd = make(tc, &src, &build, (arch, clang, flavor.line));
     // Rust code is linted as it builds; the files we lay over the tree must
     // build without a warning (upstream's own are not ours to judge).
     cmd.arg("CLIPPY=1").args(arch.make_targets());
     // A no-op make still takes seconds to walk the tree; skip it when nothing
     // it reads has changed since it last succeeded.
     let stamp = build.join("pci-rig-built");
-    let inputs = build_inputs(paths, &build, arch, clang, &cmd)?;
+    let inputs = build_inputs(paths, &build, arch, clang, &cmd, flavor.line)?;
     if std::fs::read_to_string(&stamp).ok().as_deref() == Some(&inputs)
         && build.join(arch.kernel_image()).exists()
     {
@@ -561,6 +654,7 @@ pub fn build(paths: &Paths, tc: &Toolchain, tree: &Tree, flavor: &Flavor) -> Res
         return Ok(Kernel {
             arch,
             clang,
+            line: flavor.line,
             src,
             build,
         });
@@ -579,6 +673,7 @@ pub fn build(paths: &Paths, tc: &Toolchain, tree: &Tree, flavor: &Flavor) -> Res
     Ok(Kernel {
         arch,
         clang,
+        line: flavor.line,
         src,
         build,
     })
@@ -638,10 +733,16 @@ fn build_inputs(
     arch: Arch,
     clang: bool,
     cmd: &Command,
+    line: Line,
 ) -> Result<String> {
     let mut h = Fnv::default();
     let guest = paths.root.join("guest-kernel");
-    for dir in ["rust", "patches"] {
+    // Our overlay is read by LTS builds only.
+    let overlay: &[&str] = match line {
+        Line::Lts => &["rust", "patches"],
+        Line::Mainline => &[],
+    };
+    for dir in overlay {
         let mut files = walk(&guest.join(dir))?;
         files.sort();
         for f in files {
@@ -807,17 +908,33 @@ mod tests {
         let pci = paths.root.join("guest-kernel/rust/kernel/pci.rs");
         std::fs::write(&pci, "// v1\n").unwrap();
         std::fs::write(build.join(".config"), "CONFIG_PCI=y\n").unwrap();
-        let inputs =
-            || build_inputs(&paths, &build, Arch::X86_64, false, &make_with("V=0")).unwrap();
+        let inputs_of = |line| {
+            build_inputs(&paths, &build, Arch::X86_64, false, &make_with("V=0"), line).unwrap()
+        };
+        let inputs = || inputs_of(Line::Lts);
+        let mainline = inputs_of(Line::Mainline);
         let first = inputs();
         assert_eq!(inputs(), first, "nothing changed");
         std::fs::write(&pci, "// v2\n").unwrap();
         let second = inputs();
         assert_ne!(second, first, "an overlay file changed");
+        assert_eq!(
+            inputs_of(Line::Mainline),
+            mainline,
+            "mainline reads no overlay"
+        );
         std::fs::write(build.join(".config"), "CONFIG_PCI=n\n").unwrap();
         let third = inputs();
         assert_ne!(third, second, ".config changed");
-        let other = build_inputs(&paths, &build, Arch::X86_64, false, &make_with("W=1")).unwrap();
+        let other = build_inputs(
+            &paths,
+            &build,
+            Arch::X86_64,
+            false,
+            &make_with("W=1"),
+            Line::Lts,
+        )
+        .unwrap();
         assert_ne!(other, third, "the command line changed");
     }
 

@@ -46,7 +46,12 @@ pub fn build_module_copy(
     vars: &[&str],
 ) -> Result<PathBuf> {
     let copy = kernel.build.join("pci-rig-external").join(label);
-    let mut cmd = make(tc, &kernel.src, &kernel.build, kernel.arch, kernel.clang);
+    let mut cmd = make(
+        tc,
+        &kernel.src,
+        &kernel.build,
+        (kernel.arch, kernel.clang, kernel.line),
+    );
     // Our modules are linted as they build, and must build without a warning.
     cmd.arg(format!("M={}", copy.display()))
         .arg("CLIPPY=1")

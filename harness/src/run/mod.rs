@@ -38,6 +38,12 @@ const MODULES: &[&str] = &[
     "drivers/misc/lkdtm/lkdtm.ko",
 ];
 
+/// The mainline line's in-tree modules: upstream's samples, its drivers under test.
+const MAINLINE_MODULES: &[&str] = &[
+    "samples/rust/rust_minimal.ko",
+    "samples/rust/rust_driver_pci.ko",
+];
+
 /// A kernel and an initramfs, ready to boot.
 pub struct Prepared {
     pub kernel: Kernel,
@@ -84,13 +90,22 @@ pub fn prepare(
 ) -> Result<Prepared> {
     let tree = kernel::lock(paths, arch, flavor)?;
     let kernel = kernel::build(paths, tc, &tree, flavor)?;
-    let mut modules: Vec<PathBuf> = MODULES.iter().map(|m| kernel.module(m)).collect();
+    let (in_tree, ours) = match flavor.line {
+        kernel::Line::Lts => (MODULES, true),
+        // Nothing of ours builds against mainline's abstractions.
+        kernel::Line::Mainline => (MAINLINE_MODULES, false),
+    };
+    let mut modules: Vec<PathBuf> = in_tree.iter().map(|m| kernel.module(m)).collect();
+    let with_driver = with_driver && ours;
     let guest = paths.root.join("guest-kernel");
     // The driver, its benchmarking sibling (loaded only by `bench`) and the
     // platform modules build in copies of their own: all at once.
     let (driver, platform) = std::thread::scope(|s| {
         let k = &kernel;
-        let platform = s.spawn(|| platform_modules(tc, k, &guest.join("platform")));
+        let platform = s.spawn(|| match ours {
+            true => platform_modules(tc, k, &guest.join("platform")),
+            false => Err("the platform modules are the 6.12 line's".to_string()),
+        });
         let driver = with_driver.then(|| {
             let driver = guest.join("driver");
             // The bench module names registers through the driver's generated regs.rs.
@@ -131,7 +146,10 @@ pub fn prepare(
         Err(e) => eprintln!("build: {arch}: {e}"),
     }
     drop(tree);
-    let initrd = out.join(format!("{arch}-initramfs.cpio"));
+    let initrd = match flavor.line {
+        kernel::Line::Lts => out.join(format!("{arch}-initramfs.cpio")),
+        line => out.join(format!("{arch}-{}-initramfs.cpio", line.name())),
+    };
     image::build(
         &image::Contents {
             busybox: &tc.busybox[&arch],
@@ -866,8 +884,12 @@ fn cargo_test(paths: &Paths, dir: &Path) -> Outcome {
     }
 }
 
+#[derive(Clone)]
 pub struct TestOptions {
+    /// Where the 6.12 line's scenarios run.
     pub arches: Vec<Arch>,
+    /// Where the mainline line's scenarios (`Scenario::line`) run: by default x86_64 alone.
+    pub mainline_arches: Vec<Arch>,
     pub scenarios: Vec<&'static Scenario>,
     pub flavor: Flavor,
     pub unit_tests: bool,
@@ -908,7 +930,7 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
         let unit = opts
             .unit_tests
             .then(|| scope.spawn(|| cargo_test(paths, &dir)));
-        let boots = scenarios(paths, opts, &dir);
+        let boots = lines(paths, opts, &dir);
         (unit.map(|t| t.join().expect("cargo test's thread")), boots)
     });
     let mut results: Vec<Outcome> = unit.into_iter().collect();
@@ -944,6 +966,37 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
     }
     println!("report: {}", dir.join("report.json").display());
     Ok(results.iter().all(|r| r.verdict != Verdict::Fail))
+}
+
+/// Each kernel line's scenarios on its arches, one line after the other (each builds its own
+/// kernels): the 6.12 line's, then mainline's.
+fn lines(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Outcome>> {
+    let mut out = Vec::new();
+    for (line, arches) in [
+        (kernel::Line::Lts, &opts.arches),
+        (kernel::Line::Mainline, &opts.mainline_arches),
+    ] {
+        let chosen: Vec<&'static Scenario> = opts
+            .scenarios
+            .iter()
+            .copied()
+            .filter(|s| s.line == line)
+            .collect();
+        if chosen.is_empty() || arches.is_empty() {
+            continue;
+        }
+        let pass = TestOptions {
+            arches: arches.clone(),
+            scenarios: chosen,
+            flavor: Flavor {
+                line,
+                ..opts.flavor.clone()
+            },
+            ..opts.clone()
+        };
+        out.extend(scenarios(paths, &pass, dir)?);
+    }
+    Ok(out)
 }
 
 /// Runs the chosen scenarios on the chosen arches, logs under `dir`; a

@@ -1,0 +1,2 @@
+# mainline-kunit: kunit, on Linux 7.x: upstream's doctests ran before init.
+. /scenarios/kunit.sh
