@@ -433,6 +433,25 @@ mod tests {
     }
 
     #[test]
+    fn on_mainline_no_count_is_pinned_but_the_doctests_must_run() {
+        // Upstream's doctests, other counts than ours: passes unpinned, not pinned.
+        let few: Vec<String> = unstamped_with([("io", 3)].into_iter())
+            .iter()
+            .map(|l| format!("[    1.000000] {l}"))
+            .collect();
+        judge(&few, EXPECTED_SKIPS, Arch::X86_64, false).unwrap();
+        let e = judge(&few, EXPECTED_SKIPS, Arch::X86_64, true).unwrap_err();
+        assert!(e.contains("module io: 3 doctests ran, 40 expected"), "{e}");
+        // Without the kernel crate's doctests suite at all, it fails.
+        let renamed: Vec<String> = few
+            .iter()
+            .map(|l| l.replace("rust_doctests_kernel", "some_other_suite"))
+            .collect();
+        let e = judge(&renamed, EXPECTED_SKIPS, Arch::X86_64, false).unwrap_err();
+        assert!(e.contains("(rust_doctests_kernel) did not run"), "{e}");
+    }
+
+    #[test]
     fn a_complete_passing_run_passes() {
         let ok = judge(&passing(), EXPECTED_SKIPS, Arch::Arm64, true).unwrap();
         assert!(ok.contains("in 2 suites (as planned) passed"), "{ok}");
