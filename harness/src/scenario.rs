@@ -741,6 +741,10 @@ pub const SELFTEST_CASES: &[SelfTestCase] = &[
 /// What `cargo xtask test --iommu` runs without `--scenario`: the scenarios that do DMA.
 pub const IOMMU: &[&Scenario] = &[&DMA, &DMA_UNBIND, &DMA_SURPRISE, &SWEEP];
 
+/// Scenarios that fail today on a finding in upstream's code or its toolchain (README, "Two
+/// kernel lines"), run by name only (`--scenario`), so that the default run stays a gate.
+pub const FINDINGS: &[&Scenario] = &[&MAINLINE_KUNIT];
+
 /// What `cargo xtask test` runs, in this order.
 pub const ALL: &[&Scenario] = &[
     &BOOT,
@@ -760,7 +764,6 @@ pub const ALL: &[&Scenario] = &[
     &DMA_UNBIND,
     &DMA_SURPRISE,
     &MAINLINE_BOOT,
-    &MAINLINE_KUNIT,
     &MAINLINE_PCI,
     &PROBE_ERROR,
     &IRQ_INTX,
@@ -821,8 +824,9 @@ pub const DEBUG: &[&Scenario] = &[
 ];
 
 pub fn find(name: &str) -> Result<&'static Scenario, String> {
-    ALL.iter().copied().find(|s| s.name == name).ok_or_else(|| {
-        let names: Vec<&str> = ALL.iter().map(|s| s.name).collect();
+    let known = || ALL.iter().chain(FINDINGS).copied();
+    known().find(|s| s.name == name).ok_or_else(|| {
+        let names: Vec<&str> = known().map(|s| s.name).collect();
         format!("unknown scenario `{name}`; valid: {}", names.join(", "))
     })
 }
@@ -835,6 +839,7 @@ pub fn scripts() -> Vec<(&'static str, &'static str)> {
         .copied()
         .chain(SELFTEST_CASES.iter().map(|c| &c.scenario))
         .chain([&BENCH_INTX])
+        .chain(FINDINGS.iter().copied())
         .filter(|s| !s.script.is_empty())
         .map(|s| (s.name, s.script))
         .collect();
