@@ -30,9 +30,9 @@ use kernel::{
 mod regs;
 
 use regs::{
-    reg, BAR0_SIZE, CAP_STREAM, DEVICE_ID, ERR_BAD_OPCODE, INT_DONE, INT_ERROR, INT_SOFT, MAGIC_VALUE,
-    OP_CRC32, OP_DMA_CRC32, OP_DMA_FROM_DEVICE, OP_DMA_TO_DEVICE, OP_FILL, OP_INVERT, RESET_KEY,
-    STATUS_CODE_MASK, STATUS_CODE_SHIFT, STATUS_DONE, STATUS_ERROR, VENDOR_ID,
+    reg, BAR0_SIZE, CAP_STREAM, DEVICE_ID, ERR_BAD_OPCODE, INT_DONE, INT_ERROR, INT_SOFT,
+    MAGIC_VALUE, OP_CRC32, OP_DMA_CRC32, OP_DMA_FROM_DEVICE, OP_DMA_TO_DEVICE, OP_FILL, OP_INVERT,
+    RESET_KEY, STATUS_CODE_MASK, STATUS_CODE_SHIFT, STATUS_DONE, STATUS_ERROR, VENDOR_ID,
     VERSION_MAJOR_SHIFT,
 };
 
@@ -450,7 +450,13 @@ fn received(
     mem.copy_to_slice(offset, &mut bytes)?;
     let crc = crc32(bytes.iter().copied());
     let _report = sh.reports.lock();
-    dev_info!(pdev, "# dma received {:#x} {:#x} {:#x}\n", iova, DMA_LEN, crc);
+    dev_info!(
+        pdev,
+        "# dma received {:#x} {:#x} {:#x}\n",
+        iova,
+        DMA_LEN,
+        crc
+    );
     Ok(crc)
 }
 
@@ -480,22 +486,45 @@ fn dma_selftest(
     let inverted = crc32(bytes.iter().map(|b| !b));
 
     let alloc = CoherentAllocation::<u8>::alloc(dev, 2 * DMA_LEN, GFP_KERNEL)?;
-    let at = alloc.access(dev).map(|mem| (mem.dma_handle(), mem.size()))?;
+    let at = alloc
+        .access(dev)
+        .map(|mem| (mem.dma_handle(), mem.size()))?;
     let coherent = Reported::new(sh, pdev, 1, "coherent", at, alloc);
     let mem = coherent.inner.access(dev)?;
     let iova = mem.dma_handle();
     mem.copy_from_slice(0, &bytes)?;
 
-    let o = dma(sh, pdev, io, "dma_to_device", (OP_DMA_TO_DEVICE, "to_device"), iova, Some(sent))?;
+    let o = dma(
+        sh,
+        pdev,
+        io,
+        "dma_to_device",
+        (OP_DMA_TO_DEVICE, "to_device"),
+        iova,
+        Some(sent),
+    )?;
     let ok = o.interrupted && o.status == STATUS_DONE && o.result == sent;
-    step(pdev, "dma_to_device", ok, format_args!("{}", o.detail(sent)))?;
+    step(
+        pdev,
+        "dma_to_device",
+        ok,
+        format_args!("{}", o.detail(sent)),
+    )?;
 
     // The device inverts what it got, then writes it into the buffer's second half.
     let o = operate(sh, pdev, io, OP_INVERT, 0, DMA_LEN as u32, 0);
     let inverted_ok = o.interrupted && o.status == STATUS_DONE && o.result == inverted;
     let back = iova + DMA_LEN as u64;
     let o = if inverted_ok {
-        dma(sh, pdev, io, "dma_from_device", (OP_DMA_FROM_DEVICE, "from_device"), back, None)?
+        dma(
+            sh,
+            pdev,
+            io,
+            "dma_from_device",
+            (OP_DMA_FROM_DEVICE, "from_device"),
+            back,
+            None,
+        )?
     } else {
         o
     };
@@ -516,7 +545,15 @@ fn dma_selftest(
     let at = map.access(dev).map(|m| (m.dma_handle(), m.len()))?;
     let handle = at.0;
     let stream = Reported::new(sh, pdev, 2, "to_device", at, map);
-    let o = dma(sh, pdev, io, "dma_stream", (OP_DMA_CRC32, "crc32"), handle, Some(sent))?;
+    let o = dma(
+        sh,
+        pdev,
+        io,
+        "dma_stream",
+        (OP_DMA_CRC32, "crc32"),
+        handle,
+        Some(sent),
+    )?;
     drop(stream);
     let ok = o.interrupted && o.status == STATUS_DONE && o.result == sent;
     step(pdev, "dma_stream", ok, format_args!("{}", o.detail(sent)))?;
