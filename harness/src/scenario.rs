@@ -322,11 +322,14 @@ pub const MAINLINE_KUNIT: Scenario = Scenario {
 
 /// Upstream's `rust_driver_pci` sample on pci-testdev, on the mainline line.
 pub const MAINLINE_PCI: Scenario = Scenario {
-    about: "Linux 7.x: upstream's rust_driver_pci sample on pci-testdev: probe, unbind, bind again, rmmod; each probe's data match and config reads printed",
+    about: "Linux 7.x: upstream's rust_driver_pci, rust_dma and rust_driver_auxiliary samples on pci-testdev, one after the other: probe, unbind, bind again, rmmod",
     stock_devices: &["pci-testdev"],
     kernel_lines: &[
         "pci-testdev data-match count: 1",
         "pci-testdev config space read16 vendor ID: 1b36",
+        "Probe DMA test driver.",
+        "Unload DMA test driver.",
+        "Connected to auxiliary device with index 0.",
     ],
     line: Line::Mainline,
     ..Scenario::runner("mainline-pci", script!("mainline-pci"), Duration::from_secs(120))

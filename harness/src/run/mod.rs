@@ -42,6 +42,8 @@ const MODULES: &[&str] = &[
 const MAINLINE_MODULES: &[&str] = &[
     "samples/rust/rust_minimal.ko",
     "samples/rust/rust_driver_pci.ko",
+    "samples/rust/rust_dma.ko",
+    "samples/rust/rust_driver_auxiliary.ko",
 ];
 
 /// A kernel and an initramfs, ready to boot.
