@@ -99,6 +99,8 @@ fn host_needs(arches: &[Arch]) -> Vec<Need> {
         need("libclang-14-dev", "/usr/lib/llvm-14/lib/libclang.so"),
         // The mainline line's bindgen needs libclang 17 or newer.
         need("libclang1-19", "/usr/lib/llvm-19/lib/libclang-19.so.1"),
+        // The kunit scenarios hold our KTAP reading against the kernel's kunit.py.
+        need("python3", "python3"),
     ];
     for a in arches {
         match a {

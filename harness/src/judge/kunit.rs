@@ -299,6 +299,56 @@ pub fn per_module(suite: &Suite) -> BTreeMap<String, (usize, usize)> {
     m
 }
 
+/// What the kernel's own KTAP parser (`tools/testing/kunit/kunit.py parse`) made of a log:
+/// its closing line, `Testing complete. Ran N tests: passed: P[, failed: F][, skipped: S]…`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KunitPy {
+    pub ran: usize,
+    pub passed: usize,
+}
+
+impl KunitPy {
+    /// Reads kunit.py's output; `None` without its closing line.
+    pub fn parse(output: &str) -> Option<KunitPy> {
+        let line = output
+            .lines()
+            .rev()
+            .find_map(|l| l.split_once("Testing complete. Ran ").map(|(_, r)| r))?;
+        let (ran, rest) = line.split_once(" tests")?;
+        let passed = rest
+            .split_once("passed: ")?
+            .1
+            .split(|c: char| !c.is_ascii_digit())
+            .next()?;
+        Some(KunitPy {
+            ran: ran.trim().parse().ok()?,
+            passed: passed.parse().ok()?,
+        })
+    }
+}
+
+/// Holds our reading of a KUnit log against the kernel's own parser's: as many tests ran, as
+/// many passed. A summary, or the disagreement.
+pub fn agrees(lines: &[String], theirs: &KunitPy) -> Result<String, String> {
+    let run = run(lines);
+    let ran: usize = run.suites.iter().map(|s| s.tests.len()).sum();
+    let passed = run
+        .suites
+        .iter()
+        .flat_map(|s| &s.tests)
+        .filter(|t| t.ok && !t.skip)
+        .count();
+    if (ran, passed) != (theirs.ran, theirs.passed) {
+        return Err(format!(
+            "our KTAP reading ({ran} tests, {passed} passed) and the kernel's kunit.py parse of the same log ({} tests, {} passed) disagree",
+            theirs.ran, theirs.passed
+        ));
+    }
+    Ok(format!(
+        "; the kernel's kunit.py parse of the same log agrees ({ran} tests, {passed} passed)"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -430,6 +480,40 @@ mod tests {
             .filter(|l| strip_timestamp(l) != text)
             .cloned()
             .collect()
+    }
+
+    #[test]
+    fn kunit_pys_summary_is_read_and_held_against_ours() {
+        let out = "[19:59:11] ====\n[19:59:11] Testing complete. Ran 344 tests: passed: 344\n";
+        assert_eq!(
+            KunitPy::parse(out),
+            Some(KunitPy {
+                ran: 344,
+                passed: 344
+            })
+        );
+        let failed = "Testing complete. Ran 359 tests: passed: 358, failed: 1";
+        assert_eq!(
+            KunitPy::parse(failed).map(|k| (k.ran, k.passed)),
+            Some((359, 358))
+        );
+        assert_eq!(KunitPy::parse("no summary"), None);
+        let log = passing();
+        let ours: usize = run(&log).suites.iter().map(|s| s.tests.len()).sum();
+        let same = KunitPy {
+            ran: ours,
+            passed: ours,
+        };
+        assert!(agrees(&log, &same).unwrap().contains("agrees"));
+        let e = agrees(
+            &log,
+            &KunitPy {
+                ran: ours + 1,
+                passed: ours,
+            },
+        )
+        .unwrap_err();
+        assert!(e.contains("disagree"), "{e}");
     }
 
     #[test]

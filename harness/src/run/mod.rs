@@ -28,7 +28,7 @@ use report::{Outcome, Timings, Verdict};
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -517,6 +517,14 @@ impl Rig<'_> {
                     if j.verdict == Verdict::Pass {
                         j.timings.extend(host);
                     }
+                    if j.verdict == Verdict::Pass
+                        && matches!(s.check, Check::Kunit | Check::KunitMainline)
+                    {
+                        match self.kunit_py(&c.lines) {
+                            Ok(agreed) => j.reason.push_str(&agreed),
+                            Err(e) => j = Judgement::fail(crate::verdict::Cause::Checks, e),
+                        }
+                    }
                     // A QEMU that failed says why on its stderr (an assertion, an abort).
                     if c.exit.is_some_and(|e| !e.success()) {
                         let stderr = std::fs::read_to_string(dir.join("qemu-stderr.log"))
@@ -530,6 +538,31 @@ impl Rig<'_> {
             }
         };
         result.unwrap_or_else(|e| Judgement::plain(Verdict::Fail, format!("could not run: {e:#}")))
+    }
+
+    /// The kernel's own KTAP parser (`kunit.py parse`, from this kernel's source tree) over the
+    /// same console lines, held against our reading of them.
+    fn kunit_py(&self, lines: &[String]) -> std::result::Result<String, String> {
+        let script = self.p.kernel.src.join("tools/testing/kunit/kunit.py");
+        let mut child = Command::new("python3")
+            .arg(&script)
+            .arg("parse")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("running {}: {e}", script.display()))?;
+        let input = lines.join("\n") + "\n";
+        let mut stdin = child.stdin.take().expect("piped");
+        let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+        let out = child
+            .wait_with_output()
+            .map_err(|e| format!("kunit.py parse: {e}"))?;
+        let _ = writer.join();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let theirs = judge::kunit::KunitPy::parse(&text)
+            .ok_or("kunit.py parse printed no `Testing complete` line for this log")?;
+        judge::kunit::agrees(lines, &theirs)
     }
 
     /// Builds the compile-fail module as is and once per mistake.
