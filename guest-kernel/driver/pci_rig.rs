@@ -914,7 +914,9 @@ impl pci::Driver for PciRig {
         );
         selftest(&sh, pdev, io)?;
         let buf = dma_selftest(&sh, pdev, io)?;
-        let streaming = rd!(sh, pdev, io, reg::CAPS) & CAP_STREAM != 0;
+        // All-ones is a device that is gone, not one offering everything.
+        let caps = rd!(sh, pdev, io, reg::CAPS);
+        let streaming = caps != u32::MAX && caps & CAP_STREAM != 0;
         *sh.dma.lock() = Some(DmaState {
             buf,
             streaming,
