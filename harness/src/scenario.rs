@@ -107,6 +107,10 @@ pub enum Check {
     Kunit,
     /// As `Kunit`, on the mainline line: upstream's doctests ran, none pinned to our count.
     KunitMainline,
+    /// The runner's KTAP, and the MMIO oracle's view of pci-testdev's BAR0 holds exactly the
+    /// accesses upstream's `rust_driver_pci` makes (it reports none itself): `PCI_SAMPLE_BINDINGS`
+    /// bindings' probes and unbinds, in order, and nothing more.
+    UpstreamPci,
     /// Broken guests on purpose (`SELFTEST_CASES`).
     SelfTest,
     /// The runner's KTAP, and the device's log holds exactly the `# mmio`
@@ -331,6 +335,7 @@ pub const MAINLINE_PCI: Scenario = Scenario {
         "Unload DMA test driver.",
         "Connected to auxiliary device with index 0.",
     ],
+    check: Check::UpstreamPci,
     line: Line::Mainline,
     ..Scenario::runner("mainline-pci", script!("mainline-pci"), Duration::from_secs(120))
 };

@@ -471,5 +471,7 @@ pub fn judge_window(
     ))
 }
 
+pub mod sample;
+
 #[cfg(test)]
 mod tests;
