@@ -108,9 +108,9 @@ pub enum Check {
     /// As `Kunit`, on the mainline line: upstream's doctests ran, none pinned to our count.
     KunitMainline,
     /// The runner's KTAP, and the MMIO oracle's view of pci-testdev's BAR0 holds exactly the
-    /// accesses upstream's `rust_driver_pci` makes (it reports none itself): `PCI_SAMPLE_BINDINGS`
-    /// bindings' probes and unbinds, in order, and nothing more.
-    UpstreamPci,
+    /// accesses upstream's `rust_driver_pci` makes (it reports none itself): so many bindings'
+    /// probes and unbinds, in order, and nothing more.
+    UpstreamPci { bindings: usize },
     /// Broken guests on purpose (`SELFTEST_CASES`).
     SelfTest,
     /// The runner's KTAP, and the device's log holds exactly the `# mmio`
@@ -335,9 +335,24 @@ pub const MAINLINE_PCI: Scenario = Scenario {
         "Unload DMA test driver.",
         "Connected to auxiliary device with index 0.",
     ],
-    check: Check::UpstreamPci,
+    check: Check::UpstreamPci { bindings: 2 },
     line: Line::Mainline,
     ..Scenario::runner("mainline-pci", script!("mainline-pci"), Duration::from_secs(120))
+};
+
+/// Upstream's `rust_driver_pci` on a pci-testdev the host hot-unplugs, on the mainline line.
+pub const MAINLINE_UNPLUG: Scenario = Scenario {
+    about: "Linux 7.x: upstream's rust_driver_pci bound to a pci-testdev behind rp0, then device_del; the sample's binding ends as the device goes, and its BAR is never touched after",
+    // The device under test carries the id the host's `unplug` deletes; on q35, ACPI PCI
+    // hotplug (acpiphp) ejects it.
+    stock_devices: &["pci-testdev,bus=rp0,id=pcirig"],
+    check: Check::UpstreamPci { bindings: 1 },
+    line: Line::Mainline,
+    ..Scenario::runner(
+        "mainline-unplug",
+        script!("mainline-unplug"),
+        Duration::from_secs(120),
+    )
 };
 
 pub const KUNIT: Scenario = Scenario {
@@ -773,6 +788,7 @@ pub const ALL: &[&Scenario] = &[
     &DMA_SURPRISE,
     &MAINLINE_BOOT,
     &MAINLINE_PCI,
+    &MAINLINE_UNPLUG,
     &PROBE_ERROR,
     &IRQ_INTX,
     &IRQ_UNBIND,

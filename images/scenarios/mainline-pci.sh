@@ -2,14 +2,6 @@
 # abstractions, no code of ours) on QEMU's pci-testdev, one after the other:
 # rust_driver_pci, rust_dma and rust_driver_auxiliary, each probed, unbound,
 # bound again and unloaded.
-find_testdev() {
-    dev=
-    for d in /sys/bus/pci/devices/*; do
-        [ "$(cat "$d/vendor")" = 0x1b36 ] && [ "$(cat "$d/device")" = 0x0005 ] && dev=$d
-    done
-    bdf=${dev##*/}
-    [ -n "$dev" ]
-}
 check device_present find_testdev
 check insmod_rust_driver_pci insmod /lib/modules/rust_driver_pci.ko
 check bound_rust_driver_pci bound_to rust_driver_pci

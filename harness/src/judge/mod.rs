@@ -273,10 +273,10 @@ fn verdict(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
     }
     let platform = match s.check {
         Check::Platform => Some(judge_platform(c, &text)),
-        Check::UpstreamPci => Some(match &c.oracle {
+        Check::UpstreamPci { bindings } => Some(match &c.oracle {
             None => Err("the MMIO oracle did not watch this boot".to_string()),
             Some(Err(e)) => Err(format!("MMIO oracle: {e}")),
-            Some(Ok(log)) => oracle::sample::judge(log, &text),
+            Some(Ok(log)) => oracle::sample::judge(log, &text, bindings),
         }),
         Check::Cpufreq => Some(crate::guest::dt::judge_cpufreq(&text)),
         _ => None,

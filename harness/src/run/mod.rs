@@ -316,7 +316,7 @@ impl Rig<'_> {
         // The oracle watches the machine's PCI windows in every boot with
         // our device, except the benchmark's, whose figures are MMIO costs
         // it would distort; and the platform demo node's window.
-        let watched = s.machine.has_device() || matches!(s.check, Check::UpstreamPci);
+        let watched = s.machine.has_device() || matches!(s.check, Check::UpstreamPci { .. });
         let windows = if watched && !matches!(s.check, Check::Bench) {
             Some(crate::judge::oracle::windows(g.arch).to_vec())
         } else {
@@ -1055,7 +1055,7 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
     let watched = opts.scenarios.iter().any(|s| {
         s.machine.has_device()
             || s.machine == scenario::Machine::DeviceTree(crate::guest::dt::Edit::Platform)
-            || matches!(s.check, Check::UpstreamPci)
+            || matches!(s.check, Check::UpstreamPci { .. })
     });
     let oracle_so = if watched && !oracle_off {
         Some(crate::judge::oracle::build_plugin(paths)?)

@@ -2,15 +2,12 @@
 //! mainline line's `mainline-pci`): the sample reports nothing, so its accesses are held
 //! against what its source does. Each probe selects test 0 (a byte written to TEST), reads
 //! OFFSET and DATA, writes DATA's byte at OFFSET and reads COUNT; each unbind writes TEST once
-//! more. The plugin, inside QEMU, sees every guest access to the BAR: exactly
-//! `BINDINGS` probe-and-unbind sequences, in order, and nothing else, so none after a binding
+//! more. The plugin, inside QEMU, sees every guest access to the BAR: exactly one
+//! probe-and-unbind sequence per binding, in order, and nothing else, so none after a binding
 //! ended (the guest stays up after the last one).
 
 use super::{Log, Seen};
 use crate::guest::device::Kind;
-
-/// The sample's bindings in the scenario: probe, unbind, bind again, rmmod.
-pub const BINDINGS: usize = 2;
 
 /// pci-testdev's BAR0 registers the sample uses.
 const TEST: u64 = 0x0;
@@ -32,7 +29,11 @@ pub fn bar0(text: &[&str]) -> Result<(u64, u64), String> {
     let num = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
     // Listed at 0 first, then where it was assigned.
     text.iter()
-        .filter_map(|l| l.strip_prefix(prefix.as_str())?.split(&[']', ' '][..]).next())
+        .filter_map(|l| {
+            l.strip_prefix(prefix.as_str())?
+                .split(&[']', ' '][..])
+                .next()
+        })
         .filter_map(|range| {
             let (a, b) = range.split_once('-')?;
             Some((num(a)?, num(b)? + 1))
@@ -52,9 +53,9 @@ const PROBE: [(Kind, Option<u64>, u32); 5] = [
 ];
 const UNBIND: (Kind, Option<u64>, u32) = (Kind::Write, Some(TEST), 1);
 
-/// Holds the plugin's accesses to pci-testdev's BAR0 against `BINDINGS` bindings of the
+/// Holds the plugin's accesses to pci-testdev's BAR0 against `bindings` bindings of the
 /// sample's source, in order.
-pub fn judge(log: &Log, text: &[&str]) -> Result<String, String> {
+pub fn judge(log: &Log, text: &[&str], bindings: usize) -> Result<String, String> {
     if !log.complete {
         return Err("MMIO oracle: its log is cut short (QEMU did not exit normally)".into());
     }
@@ -65,7 +66,7 @@ pub fn judge(log: &Log, text: &[&str]) -> Result<String, String> {
         .filter(|s| s.addr >= start && s.addr < end)
         .collect();
     let mut want = Vec::new();
-    for _ in 0..BINDINGS {
+    for _ in 0..bindings {
         want.extend(PROBE);
         want.push(UNBIND);
     }
@@ -73,7 +74,7 @@ pub fn judge(log: &Log, text: &[&str]) -> Result<String, String> {
     for (i, (kind, at, size)) in want.iter().enumerate() {
         let Some(s) = seen.get(i) else {
             return Err(format!(
-                "MMIO oracle (inside QEMU): the sample made {} accesses to pci-testdev's BAR 0, its source makes {} in {BINDINGS} bindings",
+                "MMIO oracle (inside QEMU): the sample made {} accesses to pci-testdev's BAR 0, its source makes {} in {bindings} bindings",
                 seen.len(),
                 want.len()
             ));
@@ -98,14 +99,14 @@ pub fn judge(log: &Log, text: &[&str]) -> Result<String, String> {
     if seen.len() > want.len() {
         let extra = seen[want.len()];
         return Err(format!(
-            "MMIO oracle (inside QEMU): pci-testdev's BAR 0 was accessed {} more times than the sample's {BINDINGS} bindings make, the first: {} 0x{:x} (after the last binding ended)",
+            "MMIO oracle (inside QEMU): pci-testdev's BAR 0 was accessed {} more times than the sample's {bindings} bindings make, the first: {} 0x{:x} (after the last binding ended)",
             seen.len() - want.len(),
             extra.kind,
             extra.addr - start
         ));
     }
     Ok(format!(
-        ", the MMIO oracle saw pci-testdev's BAR 0 ({start:#x}) accessed exactly as the sample's source does in {BINDINGS} bindings ({} accesses), none after",
+        ", the MMIO oracle saw pci-testdev's BAR 0 ({start:#x}) accessed exactly as the sample's source does in {bindings} bindings ({} accesses), none after",
         want.len()
     ))
 }
@@ -137,7 +138,7 @@ mod tests {
     /// Two bindings as the sample makes them; the test's offset reads 0x20.
     fn log() -> Log {
         let mut seen_all = Vec::new();
-        for _ in 0..BINDINGS {
+        for _ in 0..2 {
             for (kind, at, size) in PROBE.iter().copied().chain([UNBIND]) {
                 let off = at.unwrap_or(0x20);
                 let value = if off == OFFSET { 0x20 } else { 0 };
@@ -154,7 +155,7 @@ mod tests {
 
     #[test]
     fn the_samples_own_accesses_pass_and_anything_else_fails() {
-        let ok = judge(&log(), LINES).unwrap();
+        let ok = judge(&log(), LINES, 2).unwrap();
         assert!(
             ok.contains("exactly as the sample's source does in 2 bindings (12 accesses)"),
             "{ok}"
@@ -162,7 +163,7 @@ mod tests {
         // One access after the last binding ended.
         let mut late = log();
         late.seen.push(seen(13, Kind::Read, COUNT, 4, 1));
-        let e = judge(&late, LINES).unwrap_err();
+        let e = judge(&late, LINES, 2).unwrap_err();
         assert!(
             e.contains("accessed 1 more times") && e.contains("after the last binding"),
             "{e}"
@@ -170,19 +171,25 @@ mod tests {
         // A binding whose unbind never wrote TEST.
         let mut short = log();
         short.seen.pop();
-        let e = judge(&short, LINES).unwrap_err();
+        let e = judge(&short, LINES, 2).unwrap_err();
         assert!(e.contains("made 11 accesses"), "{e}");
+        // One binding's worth is what a hot-unplugged one makes: the second is one too many.
+        let e = judge(&log(), LINES, 1).unwrap_err();
+        assert!(
+            e.contains("accessed 6 more times than the sample's 1 bindings"),
+            "{e}"
+        );
         // The data written elsewhere than the offset the device gave.
         let mut moved = log();
         moved.seen[3].addr += 4;
-        let e = judge(&moved, LINES).unwrap_err();
+        let e = judge(&moved, LINES, 2).unwrap_err();
         assert!(e.contains("access 4 was write 0x24 size 1"), "{e}");
-        let e = judge(&log(), &LINES[..2]).unwrap_err();
+        let e = judge(&log(), &LINES[..2], 2).unwrap_err();
         assert!(e.contains("never placed pci-testdev's BAR 0"), "{e}");
         let cut = Log {
             complete: false,
             ..log()
         };
-        assert!(judge(&cut, LINES).unwrap_err().contains("cut short"));
+        assert!(judge(&cut, LINES, 2).unwrap_err().contains("cut short"));
     }
 }
