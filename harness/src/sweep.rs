@@ -13,6 +13,11 @@ use std::fmt;
 /// exactly this many, so the sweep cannot silently miss accesses a changed driver adds.
 pub const PROBE_ACCESSES: u64 = 129;
 
+/// The longest `pcirig.points=` the kernel prints whole in its `Kernel command line:` record
+/// (a printk record holds about 1000 characters, the other arguments included), from which
+/// the judge reads the points back.
+pub const CMDLINE_MAX: usize = 800;
+
 /// The kinds swept (the chart's rows), one boot re-arming binding after binding: the device
 /// comes back when cleared (`vanish`), was never gone (`error`; `aer`, which the host injects
 /// at the root port when it sees the strike), or is plugged in afresh (`unplug`: the host

@@ -1252,7 +1252,7 @@ mod tests {
         );
         let points = sweep_pace_points();
         assert_eq!(points.len(), 65);
-        assert!(crate::sweep::cmdline(&points).len() < 900, "fits one printk record");
+        assert!(crate::sweep::cmdline(&points).len() <= crate::sweep::CMDLINE_MAX);
         assert!(points
             .iter()
             .all(|p| p.kind != qemu_device::model::FaultKind::Die));

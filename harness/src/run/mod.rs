@@ -951,6 +951,16 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
             .filter(|a| s.machine.arches().contains(a))
         {
             let points = opts.sweep.points(arch, sample);
+            let line = crate::sweep::cmdline(&points);
+            if line.len() > crate::sweep::CMDLINE_MAX {
+                bail!(
+                    "{arch} {}: {} points make a kernel command line of {} characters, more than the {} the kernel prints whole (the judge reads the points back from it): ask for fewer, or for neighbouring ones, which go as runs (KIND:A-B)",
+                    s.name,
+                    points.len(),
+                    line.len(),
+                    crate::sweep::CMDLINE_MAX
+                );
+            }
             eprintln!(
                 "test: {arch} {}: {} points ({}; replay: cargo xtask test --arch {arch} --scenario {} {})",
                 s.name,
