@@ -43,6 +43,9 @@ pub enum Machine {
     Device,
     /// Our device, which the guest has the host unplug through `Slot`.
     Hotplug(Slot),
+    /// No device of ours: one of QEMU's own (a scenario's `stock_devices`) behind the root
+    /// port, unplugged through `Slot` likewise.
+    StockHotplug(Slot),
     /// No device of ours; QEMU's device tree edited for the scenario
     /// (`dt`): device-tree machines only.
     DeviceTree(crate::guest::dt::Edit),
@@ -68,7 +71,7 @@ impl Machine {
     /// The architectures whose machine can do it; elsewhere it is skipped.
     pub fn arches(self) -> &'static [Arch] {
         match self {
-            Machine::Hotplug(Slot::Acpi) => &[Arch::X86_64],
+            Machine::Hotplug(Slot::Acpi) | Machine::StockHotplug(Slot::Acpi) => &[Arch::X86_64],
             // x86_64's q35 describes its devices in ACPI: no device tree.
             Machine::DeviceTree(_) => &[Arch::Arm64, Arch::Riscv64],
             _ => ALL_ARCHES,
@@ -89,7 +92,10 @@ impl Machine {
     /// QEMU arguments the machine needs on `arch`.
     pub fn qemu_args(self, arch: Arch) -> &'static [&'static str] {
         match (self, arch) {
-            (Machine::Hotplug(Slot::Pciehp), Arch::X86_64) => &[
+            (
+                Machine::Hotplug(Slot::Pciehp) | Machine::StockHotplug(Slot::Pciehp),
+                Arch::X86_64,
+            ) => &[
                 "-global",
                 "ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off",
             ],
@@ -342,10 +348,10 @@ pub const MAINLINE_PCI: Scenario = Scenario {
 
 /// Upstream's `rust_driver_pci` on a pci-testdev the host hot-unplugs, on the mainline line.
 pub const MAINLINE_UNPLUG: Scenario = Scenario {
-    about: "Linux 7.x: upstream's rust_driver_pci bound to a pci-testdev behind rp0, then device_del; the sample's binding ends as the device goes, and its BAR is never touched after",
-    // The device under test carries the id the host's `unplug` deletes; on q35, ACPI PCI
-    // hotplug (acpiphp) ejects it.
+    about: "Linux 7.x: upstream's rust_driver_pci bound to a pci-testdev behind rp0, then device_del, pciehp removing it; the sample's binding ends as the device goes, and its BAR is never touched after",
+    // The device under test carries the id the host's `unplug` deletes.
     stock_devices: &["pci-testdev,bus=rp0,id=pcirig"],
+    machine: Machine::StockHotplug(Slot::Pciehp),
     check: Check::UpstreamPci { bindings: 1 },
     line: Line::Mainline,
     ..Scenario::runner(
