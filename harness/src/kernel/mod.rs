@@ -545,10 +545,14 @@ fn configure(
     flavor: &Flavor,
 ) -> Result<()> {
     let configs = paths.root.join("guest-kernel/configs");
-    let mut names = vec![
-        flavor.line.base_fragment().to_string(),
-        arch.name().to_string(),
-    ];
+    // A line may have its own fragment for an arch (mainline/arm64: without the options that
+    // come with our overlay); else the arch's is shared.
+    let own_arch = format!("mainline/{arch}");
+    let arch_fragment = match flavor.line {
+        Line::Mainline if configs.join(format!("{own_arch}.config")).exists() => own_arch,
+        _ => arch.name().to_string(),
+    };
+    let mut names = vec![flavor.line.base_fragment().to_string(), arch_fragment];
     for extra in &flavor.extra {
         names.push(extra.clone());
         // A flavour may ask more of one arch (e.g. KASAN where Rust allows it).
