@@ -40,16 +40,17 @@ impl Arch {
         }
     }
 
-    /// Extra `make` variables for cross builds, with gcc or `clang`. riscv64
-    /// on 6.12 needs clang for Rust (always), and clang-14's integrated
-    /// assembler fails on its fpu.S, hence LLVM_IAS=0.
-    pub fn make_vars(self, clang: bool) -> Vec<String> {
+    /// Extra `make` variables for cross builds, with gcc or `clang` (the
+    /// LLVM of folder `llvm`, the kernel line's). riscv64 needs clang for
+    /// Rust (always), and clang-14's integrated assembler fails on its
+    /// fpu.S, hence LLVM_IAS=0 (binutils' assembler, on both lines).
+    pub fn make_vars(self, clang: bool, llvm: &str) -> Vec<String> {
         match self {
             Arch::X86_64 => vec![],
-            Arch::Arm64 if clang => vec!["LLVM=/usr/lib/llvm-14/bin/".into()],
+            Arch::Arm64 if clang => vec![format!("LLVM={llvm}")],
             Arch::Arm64 => vec!["CROSS_COMPILE=aarch64-linux-gnu-".into()],
             Arch::Riscv64 => vec![
-                "LLVM=/usr/lib/llvm-14/bin/".into(),
+                format!("LLVM={llvm}"),
                 "LLVM_IAS=0".into(),
                 "CROSS_COMPILE=riscv64-linux-gnu-".into(),
             ],

@@ -270,6 +270,38 @@ pub struct Run {
     /// The run folder it wrote.
     pub run_dir: Option<String>,
     pub log: String,
+    /// The kernels it built (a cold run: every line's, 6.12's and mainline's, each apart).
+    pub kernels: Vec<KernelBuild>,
+}
+
+/// One kernel build of a run, from its log's `kernel ARCH: up to date in …` line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelBuild {
+    pub arch: String,
+    /// The tree, `<version>/<arch>-<flavour>` (the version names the kernel line).
+    pub tree: String,
+    pub seconds: f64,
+    pub objects: usize,
+}
+
+/// The kernel builds a `cargo xtask test` log reports (a kernel found up to date is not one).
+pub fn kernel_builds(log: &str) -> Vec<KernelBuild> {
+    log.lines()
+        .filter_map(|l| {
+            let rest = l.trim().strip_prefix("kernel ")?;
+            let (arch, rest) = rest.split_once(": up to date in ")?;
+            let (seconds, rest) = rest.split_once(" s, ")?;
+            let (objects, rest) = rest.split_once(" objects (")?;
+            let dir = Path::new(rest.strip_suffix(')')?);
+            let tree = dir.parent()?.parent()?.file_name()?.to_string_lossy();
+            Some(KernelBuild {
+                arch: arch.to_string(),
+                tree: format!("{tree}/{}", dir.file_name()?.to_string_lossy()),
+                seconds: seconds.parse().ok()?,
+                objects: objects.parse().ok()?,
+            })
+        })
+        .collect()
 }
 
 /// One side's runs of a figure.
@@ -601,6 +633,7 @@ impl Bench<'_> {
             all_passed: status.success() && counts.is_none_or(|c| c.fail == 0),
             run_dir: run_dir.map(|d| d.display().to_string()),
             log: log.display().to_string(),
+            kernels: kernel_builds(&text),
         })
     }
 
@@ -900,6 +933,28 @@ pub fn table(c: &Comparison) -> String {
             f.ratio.as_ref().map_or_else(|| "-".into(), ratio_text)
         );
     }
+    for f in c.figures.iter().filter(|f| f.key == Key::Cold) {
+        for side in [Side::Baseline, Side::Head] {
+            for r in &f.side(side).runs {
+                let built: Vec<String> = r
+                    .kernels
+                    .iter()
+                    .map(|k| format!("{} {} ({} objects)", k.tree, secs(k.seconds), k.objects))
+                    .collect();
+                let _ = writeln!(
+                    t,
+                    "cold run {} {}: kernels built: {}",
+                    side.name(),
+                    r.n,
+                    if built.is_empty() {
+                        "none reported".into()
+                    } else {
+                        built.join(", ")
+                    }
+                );
+            }
+        }
+    }
     for g in &c.goals {
         let _ = writeln!(
             t,
@@ -1016,7 +1071,31 @@ mod tests {
             all_passed: ok,
             run_dir: None,
             log: format!("run-{n}.log"),
+            kernels: Vec::new(),
         }
+    }
+
+    #[test]
+    fn kernel_builds_are_read_from_a_log_each_tree_apart() {
+        let log = "\
+kernel x86_64: configuring (base + x86_64)
+kernel x86_64: unchanged since its last build (/c/linux/6.12.118-1_deb12u1/build/x86_64-base)
+kernel arm64: up to date in 252.4 s, 681 objects (/c/linux/6.12.118-1_deb12u1/build/arm64-base)
+kernel x86_64: up to date in 224.0 s, 977 objects (/c/linux/7.3.4-1_bpo13_1/build/x86_64-base)
+kernel riscv64: up to date in soon s, 1 objects (/c/linux/x/build/riscv64-base)
+";
+        let k = kernel_builds(log);
+        assert_eq!(k.len(), 2, "{k:?}");
+        assert_eq!(
+            (
+                k[0].arch.as_str(),
+                k[0].tree.as_str(),
+                k[0].seconds,
+                k[0].objects
+            ),
+            ("arm64", "6.12.118-1_deb12u1/arm64-base", 252.4, 681)
+        );
+        assert_eq!(k[1].tree, "7.3.4-1_bpo13_1/x86_64-base");
     }
 
     fn figure(key: Key, head: &[f64], base: &[f64]) -> Figure {

@@ -134,10 +134,38 @@ fn present(n: &Need) -> bool {
     }
 }
 
+/// What building the mainline line for `arch` needs besides `host_needs`: riscv64 builds with
+/// clang, which mainline wants at 17 or newer (Debian 12 has 19 beside its default 14).
+fn mainline_needs(arch: Arch) -> Vec<Need> {
+    match arch {
+        Arch::Riscv64 => vec![
+            need("clang-19", "/usr/lib/llvm-19/bin/clang"),
+            need("lld-19", "/usr/lib/llvm-19/bin/ld.lld"),
+            need("llvm-19", "/usr/lib/llvm-19/bin/llvm-ar"),
+        ],
+        Arch::X86_64 | Arch::Arm64 => vec![],
+    }
+}
+
+/// Installs what the mainline line's build for `arch` needs (`mainline_needs`), once a
+/// mainline kernel is asked for: a run of the 6.12 line alone never downloads it.
+pub fn ensure_mainline_packages(arch: Arch) -> Result<()> {
+    // One apt at a time: arches' kernels build at once.
+    static APT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = APT.lock().unwrap_or_else(|e| e.into_inner());
+    install(&|| mainline_needs(arch))
+}
+
 /// Installs missing host packages with apt as root; without root or apt,
 /// fails with the exact list to install.
 fn ensure_host_packages(arches: &[Arch]) -> Result<()> {
-    let missing: Vec<&str> = host_needs(arches)
+    install(&|| host_needs(arches))
+}
+
+/// Installs the missing packages of `needs` with apt as root; without root or apt, fails with
+/// the exact list to install.
+fn install(needs: &dyn Fn() -> Vec<Need>) -> Result<()> {
+    let missing: Vec<&str> = needs()
         .iter()
         .filter(|n| !present(n))
         .map(|n| n.package)
@@ -159,7 +187,7 @@ fn ensure_host_packages(arches: &[Arch]) -> Result<()> {
         .args(["-q", "-y", "install", "--no-install-recommends"])
         .args(&missing))
     .context("installing host packages")?;
-    let still: Vec<&str> = host_needs(arches)
+    let still: Vec<&str> = needs()
         .iter()
         .filter(|n| !present(n))
         .map(|n| n.package)

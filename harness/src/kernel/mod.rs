@@ -54,6 +54,15 @@ impl Line {
         }
     }
 
+    /// The LLVM its clang builds use (riscv64 always, arm64's debug flavour): mainline asks
+    /// for clang 17 or newer, Debian 12's default is 14.
+    pub fn llvm(self) -> &'static str {
+        match self {
+            Line::Lts => "/usr/lib/llvm-14/bin/",
+            Line::Mainline => "/usr/lib/llvm-19/bin/",
+        }
+    }
+
     /// This line's base fragment under guest-kernel/configs/ (the arch's are shared).
     fn base_fragment(self) -> &'static str {
         match self {
@@ -513,7 +522,7 @@ pub fn make(
         .arg(src)
         .arg(format!("O={}", build.display()))
         .arg(format!("ARCH={}", arch.kernel_arch()))
-        .args(arch.make_vars(clang))
+        .args(arch.make_vars(clang, line.llvm()))
         // rustup's toolchain comes first on PATH but has no rust-src: the
         // kernel must use Debian's rustc-web everywhere.
         .args([
@@ -637,6 +646,9 @@ pub fn run_make(mut cmd: Command, log: &Path, what: &str) -> Result<()> {
 /// `tree`, which this process holds.
 pub fn build(paths: &Paths, tc: &Toolchain, tree: &Tree, flavor: &Flavor) -> Result<Kernel> {
     let (arch, clang, src, build) = (tree.arch, tree.clang, tree.src.clone(), tree.build.clone());
+    if flavor.line == Line::Mainline {
+        crate::host::provision::ensure_mainline_packages(arch)?;
+    }
     configure(paths, tc, &src, &build, arch, flavor)?;
     let started = Instant::now();
     let log = build.join("pci-rig-make.log");
@@ -761,7 +773,7 @@ fn build_inputs(
         PathBuf::from("/usr/bin/clippy-driver"),
     ];
     let var = |name: &str| {
-        arch.make_vars(clang)
+        arch.make_vars(clang, line.llvm())
             .iter()
             .find_map(|v| v.strip_prefix(name).map(str::to_string))
     };
