@@ -22,6 +22,9 @@ pub struct Scenario {
     pub timeout: Duration,
     /// The guest's part (`images/scenarios/NAME.sh`), run by `images/init`.
     pub script: &'static str,
+    /// The scenario whose script this one runs, under that one's name (a scenario of another
+    /// kernel line, [`on_mainline`]); `None`: its own, `NAME` being its name.
+    pub script_of: Option<&'static str>,
     /// Added to the kernel command line besides `pcirig.scenario=NAME`.
     pub cmdline: &'static str,
     /// Lines the kernel itself must print (checked after timestamp stripping).
@@ -145,6 +148,11 @@ pub enum Check {
 }
 
 impl Scenario {
+    /// The name of the script the guest runs (`pcirig.scenario=`).
+    pub fn script_name(&self) -> &'static str {
+        self.script_of.unwrap_or(self.name)
+    }
+
     /// Whether our driver must be built for this scenario.
     pub fn needs_driver(&self) -> bool {
         matches!(
@@ -168,6 +176,7 @@ impl Scenario {
             about: "",
             timeout,
             script,
+            script_of: None,
             cmdline: "",
             kernel_lines: &[],
             machine: Machine::Bare,
@@ -360,6 +369,67 @@ pub const MAINLINE_UNPLUG: Scenario = Scenario {
         Duration::from_secs(120),
     )
 };
+
+/// `s` on the mainline line, as `name`: the same guest part, machine and judge, our driver
+/// being `guest-kernel/driver-mainline` (the same driver against upstream's 7.x API).
+const fn on_mainline(name: &'static str, about: &'static str, s: Scenario) -> Scenario {
+    Scenario {
+        name,
+        about,
+        script_of: Some(s.name),
+        line: Line::Mainline,
+        ..s
+    }
+}
+
+/// Our driver's scenarios on the mainline line (`driver-mainline`), judged as on 6.12.
+pub const MAINLINE_PROBE: Scenario = on_mainline(
+    "mainline-probe",
+    "the mainline line, our driver against upstream's API (`driver-mainline`): as probe",
+    PROBE,
+);
+pub const MAINLINE_UNBIND: Scenario = on_mainline(
+    "mainline-unbind",
+    "the mainline line, `driver-mainline`: as unbind (the worker on `Bar::into_devres`, refused once the binding ended)",
+    UNBIND,
+);
+pub const MAINLINE_DMA: Scenario = on_mainline(
+    "mainline-dma",
+    "the mainline line, `driver-mainline`: as dma (rebind, the DMA self-test on upstream's coherent and scatter-gather DMA)",
+    DMA,
+);
+pub const MAINLINE_DMA_UNBIND: Scenario = on_mainline(
+    "mainline-dma-unbind",
+    "the mainline line, `driver-mainline`: as dma-unbind",
+    DMA_UNBIND,
+);
+pub const MAINLINE_HOTUNPLUG: Scenario = on_mainline(
+    "mainline-hotunplug-pciehp",
+    "the mainline line, `driver-mainline`: as hotunplug-pciehp",
+    HOTUNPLUG,
+);
+pub const MAINLINE_SURPRISE: Scenario = on_mainline(
+    "mainline-dma-surprise",
+    "the mainline line, `driver-mainline`: as dma-surprise (the device vanishes mid-stream, then device_del)",
+    DMA_SURPRISE,
+);
+pub const MAINLINE_IRQ_INTX: Scenario = on_mainline(
+    "mainline-irq-intx",
+    "the mainline line, `driver-mainline`: as irq-intx (MSI off, the shared INTx pin)",
+    IRQ_INTX,
+);
+/// `bench` on the mainline line (`guest-kernel/bench-mainline`): the figures of the two API
+/// generations' table; not in the default run, as `bench`'s INTx twin is not.
+pub const MAINLINE_BENCH: Scenario = on_mainline(
+    "mainline-bench",
+    "the mainline line: the bench module's port to upstream's API (`bench-mainline`), every figure comes out",
+    BENCH,
+);
+pub const MAINLINE_PROBE_ERROR: Scenario = on_mainline(
+    "mainline-probe-error",
+    "the mainline line, `driver-mainline`: as probe-error",
+    PROBE_ERROR,
+);
 
 pub const KUNIT: Scenario = Scenario {
     about: "runs the kernel crate's doc examples (ours included) as KUnit tests",
@@ -795,6 +865,14 @@ pub const ALL: &[&Scenario] = &[
     &MAINLINE_BOOT,
     &MAINLINE_PCI,
     &MAINLINE_UNPLUG,
+    &MAINLINE_PROBE,
+    &MAINLINE_UNBIND,
+    &MAINLINE_DMA,
+    &MAINLINE_DMA_UNBIND,
+    &MAINLINE_HOTUNPLUG,
+    &MAINLINE_SURPRISE,
+    &MAINLINE_IRQ_INTX,
+    &MAINLINE_PROBE_ERROR,
     &PROBE_ERROR,
     &IRQ_INTX,
     &IRQ_UNBIND,
@@ -854,12 +932,16 @@ pub const DEBUG: &[&Scenario] = &[
 ];
 
 pub fn find(name: &str) -> Result<&'static Scenario, String> {
-    let known = || ALL.iter().chain(FINDINGS).copied();
+    let known = || ALL.iter().chain(FINDINGS).chain(BY_NAME).copied();
     known().find(|s| s.name == name).ok_or_else(|| {
         let names: Vec<&str> = known().map(|s| s.name).collect();
         format!("unknown scenario `{name}`; valid: {}", names.join(", "))
     })
 }
+
+/// Scenarios run by name only (`--scenario`), outside the default run: figures, not verdicts
+/// (`cargo xtask bench` boots its own).
+pub const BY_NAME: &[&Scenario] = &[&MAINLINE_BENCH];
 
 /// Every guest script a boot may run, by scenario name: what the initramfs
 /// carries under `scenarios/`.
@@ -869,9 +951,10 @@ pub fn scripts() -> Vec<(&'static str, &'static str)> {
         .copied()
         .chain(SELFTEST_CASES.iter().map(|c| &c.scenario))
         .chain([&BENCH_INTX])
+        .chain(BY_NAME.iter().copied())
         .chain(FINDINGS.iter().copied())
         .filter(|s| !s.script.is_empty())
-        .map(|s| (s.name, s.script))
+        .map(|s| (s.script_name(), s.script))
         .collect();
     all.sort();
     all.dedup();

@@ -146,6 +146,26 @@ impl Untangle {
     }
 }
 
+/// Kernel messages the console never printed: printk's `** N printk messages dropped **`, which
+/// comes where the console catches up again, possibly in the middle of another writer's line.
+/// On the mainline line the serial consoles print from a thread of their own (nbcon), so a
+/// kernel that prints faster than the port drains has records overwritten unseen.
+pub fn dropped_messages(lines: &[String]) -> usize {
+    lines.iter().map(|l| dropped_in(l)).sum()
+}
+
+fn dropped_in(line: &str) -> usize {
+    let mut rest = line;
+    let mut n = 0;
+    while let Some(at) = rest.find("** ") {
+        rest = &rest[at + 3..];
+        if let Some((count, _)) = rest.split_once(" printk messages dropped **") {
+            n += count.parse::<usize>().unwrap_or(0);
+        }
+    }
+    n
+}
+
 /// Recognises the first line of a kernel splat. Order matters: the more
 /// specific patterns come before the generic "BUG:" and "WARNING:".
 pub fn classify(line: &str) -> Option<Splat> {
@@ -330,5 +350,19 @@ mod tests {
         assert_eq!(line, "WARNING: CPU: 0 PID: 1 at x");
         assert_eq!(ex, "b\nc\n[ 1.0] WARNING: CPU: 0 PID: 1 at x\ntrace");
         assert!(first_splat(&lines[..3]).is_none());
+    }
+    #[test]
+    fn dropped_messages_are_counted_wherever_the_console_put_them() {
+        let lines: Vec<String> = [
+            "<6>[    4.71] pci_rig 0000:01:00.0: # mmio r bar0 0x14 4 0x2",
+            "** 8 printk messages dropped **",
+            "pcirig: device {\"cmd\":\"set_knobs\"}** 16 printk messages dropped **",
+            "** not a count printk messages dropped **",
+            "<6>[    4.72] ** 3 ** 2 printk messages dropped **",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(dropped_messages(&lines), 26);
+        assert_eq!(dropped_messages(&lines[..1]), 0);
     }
 }

@@ -121,6 +121,18 @@ fn verdict(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
             }
         }
     }
+    // Every rule below reads the console as the whole story: one with holes proves nothing.
+    let dropped = console::dropped_messages(&c.lines);
+    if dropped > 0 {
+        return Judgement::fail(
+            Cause::Checks,
+            format!(
+                "the kernel dropped {dropped} console messages (`printk messages dropped`): \
+                 the console is not the whole story, so no verdict can rest on it; the guest \
+                 printed faster than its serial port drains"
+            ),
+        );
+    }
     if !c.host_failures.is_empty() {
         return Judgement::fail(
             Cause::Host,
@@ -1175,6 +1187,24 @@ mod tests {
         let j = judge(&BOOT, &console(&GOOD[..4], true), &[]);
         assert_eq!(j.cause, Some(Cause::Timeout));
         assert!(j.reason.starts_with("timeout after 120 s without powering off (last line: rust_minimal: Rust minimal sample (init))"), "{}", j.reason);
+    }
+
+    #[test]
+    fn a_console_with_dropped_messages_fails_even_when_everything_else_passed() {
+        assert_eq!(
+            judge(&BOOT, &console(GOOD, false), &[]).verdict,
+            Verdict::Pass
+        );
+        let mut lines = GOOD.to_vec();
+        lines.insert(5, "** 3 printk messages dropped **");
+        let j = judge(&BOOT, &console(&lines, false), &[]);
+        assert_eq!(j.cause, Some(Cause::Checks));
+        assert!(
+            j.reason
+                .starts_with("the kernel dropped 3 console messages"),
+            "{}",
+            j.reason
+        );
     }
 
     #[test]

@@ -92,31 +92,40 @@ pub fn prepare(
 ) -> Result<Prepared> {
     let tree = kernel::lock(paths, arch, flavor)?;
     let kernel = kernel::build(paths, tc, &tree, flavor)?;
-    let (in_tree, ours) = match flavor.line {
-        kernel::Line::Lts => (MODULES, true),
-        // Nothing of ours builds against mainline's abstractions.
-        kernel::Line::Mainline => (MAINLINE_MODULES, false),
-    };
+    let lts = flavor.line == kernel::Line::Lts;
+    let in_tree = if lts { MODULES } else { MAINLINE_MODULES };
     let mut modules: Vec<PathBuf> = in_tree.iter().map(|m| kernel.module(m)).collect();
-    let with_driver = with_driver && ours;
     let guest = paths.root.join("guest-kernel");
     // The driver, its benchmarking sibling (loaded only by `bench`) and the
-    // platform modules build in copies of their own: all at once.
+    // platform modules build in copies of their own: all at once. On
+    // mainline, the driver and bench module are their ports to upstream's API.
+    let (driver_dir, bench_dir) = match flavor.line {
+        kernel::Line::Lts => ("driver", "bench"),
+        kernel::Line::Mainline => ("driver-mainline", "bench-mainline"),
+    };
     let (driver, platform) = std::thread::scope(|s| {
         let k = &kernel;
-        let platform = s.spawn(|| match ours {
+        let platform = s.spawn(|| match lts {
             true => platform_modules(tc, k, &guest.join("platform")),
             false => Err("the platform modules are the 6.12 line's".to_string()),
         });
         let driver = with_driver.then(|| {
-            let driver = guest.join("driver");
-            // The bench module names registers through the driver's generated regs.rs.
-            let regs = driver.join("regs.rs");
-            let bench = guest.join("bench");
+            // The driver's generated regs.rs names the registers for all of them.
+            let regs = guest.join("driver/regs.rs");
+            let shared = |dir: &str| {
+                if dir == "driver" {
+                    vec![]
+                } else {
+                    vec![regs.clone()]
+                }
+            };
+            let bench = guest.join(bench_dir);
+            let bench_shared = shared(bench_dir);
             let bench = s.spawn(move || {
-                kernel::module::build_external(tc, k, &bench, "pci_rig_bench", &[regs])
+                kernel::module::build_external(tc, k, &bench, "pci_rig_bench", &bench_shared)
             });
-            let ko = kernel::module::build_external(tc, k, &driver, "pci_rig", &[]);
+            let dir = guest.join(driver_dir);
+            let ko = kernel::module::build_external(tc, k, &dir, "pci_rig", &shared(driver_dir));
             (ko, bench.join())
         });
         (driver, platform.join())
@@ -255,11 +264,11 @@ impl Rig<'_> {
             cmdline: match s.check {
                 Check::Sweep(sample) => format!(
                     "pcirig.scenario={} {} {}",
-                    s.name,
+                    s.script_name(),
                     s.cmdline,
                     crate::sweep::cmdline(&self.sweep.points(self.p.kernel.arch, sample))
                 ),
-                _ => format!("pcirig.scenario={} {}", s.name, s.cmdline),
+                _ => format!("pcirig.scenario={} {}", s.script_name(), s.cmdline),
             },
             dir,
             extra_args: iommu
