@@ -53,6 +53,7 @@ use kernel::{
 };
 
 mod regs;
+mod selftest;
 
 use regs::{
     reg, BAR0_SIZE, CAP_STREAM, DEVICE_ID, ERR_BAD_OPCODE, INT_DONE, INT_ERROR, INT_SOFT,
@@ -60,15 +61,23 @@ use regs::{
     RESET_KEY, STATUS_CODE_MASK, STATUS_CODE_SHIFT, STATUS_DONE, STATUS_ERROR, VENDOR_ID,
     VERSION_MAJOR_SHIFT,
 };
+use selftest::{
+    crc32, crc32_of_repeated, pattern, Detail, Mismatch, Outcome, DMA_LEN, INTX_ROUNDS,
+    IRQ_WAIT_MS, SCRATCH_PATTERNS, SOFT_IRQS,
+};
 
-/// Software interrupts the self-test raises.
-const SOFT_IRQS: u32 = 10;
-/// How long the driver waits for an interrupt before it calls it lost: long
-/// enough for an MSI through vfio-user on a loaded TCG host (with 100 ms, a
-/// DONE interrupt once came about 230 ms late on arm64, both host CPUs busy).
-const IRQ_WAIT_MS: i64 = 1000;
-/// Interrupts one run of the INTx handler takes, at most, before it leaves the pin masked.
-const INTX_ROUNDS: usize = 8;
+// 7.3 formats through a `Display` of its own (`kernel::fmt`); the shared types have core's.
+impl fmt::Display for Detail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        core::fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        core::fmt::Display::fmt(self, f)
+    }
+}
 
 /// The pause between two rounds of the receive stream. 7.3's serial consoles print from a thread
 /// of their own (nbcon), so printk no longer waits for the port as 6.12's does (which paces the
@@ -139,71 +148,6 @@ fn step(pdev: &pci::Device<Bound>, name: &str, ok: bool, detail: fmt::Arguments<
     }
 }
 
-/// CRC-32 (IEEE 802.3, as the device computes it) of `len` bytes of value `byte`.
-fn crc32_of_repeated(byte: u8, len: usize) -> u32 {
-    crc32(core::iter::repeat_n(byte, len))
-}
-
-/// CRC-32 (IEEE 802.3, as the device computes it) of `bytes`.
-fn crc32(bytes: impl IntoIterator<Item = u8>) -> u32 {
-    let mut crc = !0u32;
-    for byte in bytes {
-        crc ^= u32::from(byte);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xedb8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
-}
-
-/// What an operation ended with: STATUS, RESULT, and whether its interrupt arrived.
-struct Outcome {
-    status: u32,
-    result: u32,
-    interrupted: bool,
-}
-
-impl Outcome {
-    /// The step's detail; says first when the interrupt never came.
-    fn detail(&self, want: u32) -> Detail {
-        let lost = if self.interrupted {
-            ""
-        } else {
-            "no interrupt within 1 s; "
-        };
-        Detail(lost, self.status, self.result, want)
-    }
-}
-
-struct Detail(&'static str, u32, u32, u32);
-
-impl fmt::Display for Detail {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}status={:#x} crc={:#x} want={:#x}",
-            self.0, self.1, self.2, self.3
-        )
-    }
-}
-
-/// SCRATCH's patterns, each unlike the one before it and the first unlike the register's reset
-/// value (0): a write the device dropped reads back as the previous value and fails its step
-/// (the removal-point sweep found the dropped first write of 0 passing).
-const SCRATCH_PATTERNS: [u32; 5] = [!0, 0, 0xa5a5_5a5a, 0x5a5a_a5a5, 0x1234_5678];
-
-/// Bytes each DMA of the self-test moves.
-const DMA_LEN: usize = 1024;
-
-/// The self-test's byte at `i`: neighbours differ, so a shifted or partial copy shows.
-fn pattern(i: usize) -> u8 {
-    (i * 7 + 3) as u8
-}
-
 /// Sets the DMA mask the device states.
 #[allow(unsafe_code)]
 fn set_dma_mask(pdev: &pci::Device<Core<'_>>, mask: DmaMask) -> Result {
@@ -253,23 +197,6 @@ impl<T> Drop for Reported<'_, T> {
     fn drop(&mut self) {
         let _report = self.reports.lock();
         dev_info!(self.pdev, "# dma unmap {}\n", self.id);
-    }
-}
-
-/// A DMA parameter the device does not hold as written (a write it dropped).
-struct Mismatch {
-    what: &'static str,
-    held: u64,
-    want: u64,
-}
-
-impl fmt::Display for Mismatch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "the device holds {} {:#x}, not {:#x}",
-            self.what, self.held, self.want
-        )
     }
 }
 

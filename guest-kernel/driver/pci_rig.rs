@@ -28,6 +28,7 @@ use kernel::{
 };
 
 mod regs;
+mod selftest;
 
 use regs::{
     reg, BAR0_SIZE, CAP_STREAM, DEVICE_ID, ERR_BAD_OPCODE, INT_DONE, INT_ERROR, INT_SOFT,
@@ -35,15 +36,10 @@ use regs::{
     RESET_KEY, STATUS_CODE_MASK, STATUS_CODE_SHIFT, STATUS_DONE, STATUS_ERROR, VENDOR_ID,
     VERSION_MAJOR_SHIFT,
 };
-
-/// Software interrupts the self-test raises.
-const SOFT_IRQS: u32 = 10;
-/// How long the driver waits for an interrupt before it calls it lost: long
-/// enough for an MSI through vfio-user on a loaded TCG host (with 100 ms, a
-/// DONE interrupt once came about 230 ms late on arm64, both host CPUs busy).
-const IRQ_WAIT_MS: i64 = 1000;
-/// Interrupts one run of the INTx handler takes, at most, before it leaves the pin masked.
-const INTX_ROUNDS: usize = 8;
+use selftest::{
+    crc32, crc32_of_repeated, pattern, Mismatch, Outcome, DMA_LEN, INTX_ROUNDS, IRQ_WAIT_MS,
+    SCRATCH_PATTERNS, SOFT_IRQS,
+};
 
 type Regs = Bar<BAR0_SIZE>;
 
@@ -95,27 +91,6 @@ fn step(pdev: &pci::Device, name: &str, ok: bool, detail: core::fmt::Arguments<'
     }
 }
 
-/// CRC-32 (IEEE 802.3, as the device computes it) of `len` bytes of value `byte`.
-fn crc32_of_repeated(byte: u8, len: usize) -> u32 {
-    crc32(core::iter::repeat(byte).take(len))
-}
-
-/// CRC-32 (IEEE 802.3, as the device computes it) of `bytes`.
-fn crc32(bytes: impl IntoIterator<Item = u8>) -> u32 {
-    let mut crc = !0u32;
-    for byte in bytes {
-        crc ^= u32::from(byte);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xedb8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
-}
-
 /// Refuses a device that is not ours or speaks another register map.
 fn identify(sh: &Shared, pdev: &pci::Device, io: &Regs, expect: &Expect) -> Result {
     let magic = rd!(sh, pdev, io, reg::MAGIC);
@@ -146,37 +121,6 @@ fn identify(sh: &Shared, pdev: &pci::Device, io: &Regs, expect: &Expect) -> Resu
     )
 }
 
-/// What an operation ended with: STATUS, RESULT, and whether its interrupt arrived.
-struct Outcome {
-    status: u32,
-    result: u32,
-    interrupted: bool,
-}
-
-impl Outcome {
-    /// The step's detail; says first when the interrupt never came.
-    fn detail(&self, want: u32) -> impl core::fmt::Display + '_ {
-        let lost = if self.interrupted {
-            ""
-        } else {
-            "no interrupt within 1 s; "
-        };
-        Detail(lost, self.status, self.result, want)
-    }
-}
-
-struct Detail(&'static str, u32, u32, u32);
-
-impl core::fmt::Display for Detail {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(
-            f,
-            "{}status={:#x} crc={:#x} want={:#x}",
-            self.0, self.1, self.2, self.3
-        )
-    }
-}
-
 /// Starts an operation over BAR2 and waits for its interrupt (DONE, with ERROR on failure), not
 /// polling STATUS; then reads STATUS and RESULT.
 fn operate(
@@ -205,11 +149,6 @@ fn ring(sh: &Shared, pdev: &pci::Device, io: &Regs, op: u32, offset: u32, len: u
     wr!(sh, pdev, io, arg, reg::OP_ARG);
     wr!(sh, pdev, io, op, reg::CMD);
 }
-
-/// SCRATCH's patterns, each unlike the one before it and the first unlike the register's reset
-/// value (0): a write the device dropped reads back as the previous value and fails its step
-/// (the removal-point sweep found the dropped first write of 0 passing).
-const SCRATCH_PATTERNS: [u32; 5] = [!0, 0, 0xa5a5_5a5a, 0x5a5a_a5a5, 0x1234_5678];
 
 /// The MMIO self-test of REGISTERS.md, one reported step at a time.
 fn selftest(sh: &Shared, pdev: &pci::Device, io: &Regs) -> Result {
@@ -310,14 +249,6 @@ fn selftest(sh: &Shared, pdev: &pci::Device, io: &Regs) -> Result {
     )
 }
 
-/// Bytes each DMA of the self-test moves.
-const DMA_LEN: usize = 1024;
-
-/// The self-test's byte at `i`: neighbours differ, so a shifted or partial copy shows.
-fn pattern(i: usize) -> u8 {
-    (i * 7 + 3) as u8
-}
-
 /// A DMA mapping or allocation, reported as `# dma map ID …` when made and `# dma unmap ID`
 /// just before it ends (dropped here, or at the latest when the binding ends), so the harness
 /// knows what the device may reach at any moment.
@@ -350,23 +281,6 @@ impl<T: Send + 'static> Drop for Reported<T> {
     fn drop(&mut self) {
         let _report = self.reports.lock();
         dev_info!(self.inner.device(), "# dma unmap {}\n", self.id);
-    }
-}
-
-/// A DMA parameter the device does not hold as written (a write it dropped).
-struct Mismatch {
-    what: &'static str,
-    held: u64,
-    want: u64,
-}
-
-impl core::fmt::Display for Mismatch {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(
-            f,
-            "the device holds {} {:#x}, not {:#x}",
-            self.what, self.held, self.want
-        )
     }
 }
 

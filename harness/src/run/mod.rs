@@ -110,22 +110,24 @@ pub fn prepare(
             false => Err("the platform modules are the 6.12 line's".to_string()),
         });
         let driver = with_driver.then(|| {
-            // The driver's generated regs.rs names the registers for all of them.
-            let regs = guest.join("driver/regs.rs");
-            let shared = |dir: &str| {
-                if dir == "driver" {
-                    vec![]
-                } else {
-                    vec![regs.clone()]
-                }
+            // The driver's generated regs.rs names the registers for all of them; its
+            // selftest.rs is the mainline driver's too.
+            let of_driver = |files: &[&str]| -> Vec<PathBuf> {
+                files.iter().map(|f| guest.join("driver").join(f)).collect()
+            };
+            let (driver_shared, bench_shared) = match lts {
+                true => (vec![], of_driver(&["regs.rs"])),
+                false => (
+                    of_driver(&["regs.rs", "selftest.rs"]),
+                    of_driver(&["regs.rs"]),
+                ),
             };
             let bench = guest.join(bench_dir);
-            let bench_shared = shared(bench_dir);
             let bench = s.spawn(move || {
                 kernel::module::build_external(tc, k, &bench, "pci_rig_bench", &bench_shared)
             });
             let dir = guest.join(driver_dir);
-            let ko = kernel::module::build_external(tc, k, &dir, "pci_rig", &shared(driver_dir));
+            let ko = kernel::module::build_external(tc, k, &dir, "pci_rig", &driver_shared);
             (ko, bench.join())
         });
         (driver, platform.join())
