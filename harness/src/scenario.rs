@@ -842,7 +842,20 @@ pub const IOMMU: &[&Scenario] = &[&DMA, &DMA_UNBIND, &DMA_SURPRISE, &SWEEP];
 
 /// Scenarios that fail today on a finding in upstream's code or its toolchain (README, "Two
 /// kernel lines"), run by name only (`--scenario`), so that the default run stays a gate.
-pub const FINDINGS: &[&Scenario] = &[&MAINLINE_KUNIT];
+pub const FINDINGS: &[&Scenario] = &[&MAINLINE_KUNIT, &MAINLINE_ENABLE_LEAK];
+
+/// Upstream's `rust_driver_pci` leaves its device enabled, bus mastering on, after unbind: 7.x's
+/// Rust PCI API enables (`enable_device_mem`, `set_master`) with no way back (README).
+pub const MAINLINE_ENABLE_LEAK: Scenario = Scenario {
+    about: "Linux 7.x: after upstream's rust_driver_pci is unbound, pci-testdev is disabled again (enable count 0, Bus Master Enable off), and a second binding adds nothing",
+    stock_devices: &["pci-testdev"],
+    line: Line::Mainline,
+    ..Scenario::runner(
+        "mainline-enable-leak",
+        script!("mainline-enable-leak"),
+        Duration::from_secs(120),
+    )
+};
 
 /// What `cargo xtask test` runs, in this order.
 pub const ALL: &[&Scenario] = &[
