@@ -408,7 +408,7 @@ pub const MAINLINE_HOTUNPLUG: Scenario = on_mainline(
     "the mainline line, `driver-mainline`: as hotunplug-pciehp",
     HOTUNPLUG,
 );
-pub const MAINLINE_SURPRISE: Scenario = on_mainline(
+pub const MAINLINE_DMA_SURPRISE: Scenario = on_mainline(
     "mainline-dma-surprise",
     "the mainline line, `driver-mainline`: as dma-surprise (the device vanishes mid-stream, then device_del)",
     DMA_SURPRISE,
@@ -883,7 +883,7 @@ pub const ALL: &[&Scenario] = &[
     &MAINLINE_DMA,
     &MAINLINE_DMA_UNBIND,
     &MAINLINE_HOTUNPLUG,
-    &MAINLINE_SURPRISE,
+    &MAINLINE_DMA_SURPRISE,
     &MAINLINE_IRQ_INTX,
     &MAINLINE_PROBE_ERROR,
     &PROBE_ERROR,
@@ -1019,6 +1019,30 @@ mod tests {
             .map(|s| s.name)
             .collect();
         assert_eq!(none, ["compile-fail", "id-table", "harness-selftest"]);
+    }
+
+    #[test]
+    fn a_scenario_run_under_another_ones_script_runs_that_ones_on_the_other_line() {
+        let borrowed: Vec<&Scenario> = ALL
+            .iter()
+            .chain(BY_NAME)
+            .copied()
+            .filter(|s| s.script_of.is_some())
+            .collect();
+        assert!(
+            borrowed.len() >= 8,
+            "the mainline variants of our driver's scenarios"
+        );
+        for s in borrowed {
+            let own = find(s.script_name()).unwrap();
+            assert_eq!(
+                own.script, s.script,
+                "{} runs {}'s script",
+                s.name, own.name
+            );
+            assert!(own.script_of.is_none() && own.line != s.line, "{}", s.name);
+            assert!(own.needs_driver() && s.needs_driver(), "{}", s.name);
+        }
     }
 
     #[test]
