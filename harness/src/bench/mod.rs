@@ -734,6 +734,48 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
         guest.push(row);
     }
 
+    // The same figures on the mainline line, from the bench module's port to upstream's API
+    // (README, "One driver, two API generations"): rows `ARCH 7.x`.
+    let sub = dir.join("mainline");
+    std::fs::create_dir_all(&sub)?;
+    let outcomes = run::scenarios(
+        paths,
+        &TestOptions {
+            arches: opts.arches.clone(),
+            mainline_arches: Vec::new(),
+            scenarios: vec![&scenario::MAINLINE_BENCH],
+            flavor: Flavor {
+                line: crate::kernel::Line::Mainline,
+                ..Flavor::default()
+            },
+            unit_tests: false,
+            repeat: opts.guest_runs,
+            jobs: 1,
+            sweep: crate::sweep::Plan::All,
+        },
+        &sub,
+    )?;
+    for arch in &opts.arches {
+        let boots: Vec<GuestFigures> = outcomes
+            .iter()
+            .filter(|o| o.arch == arch.to_string())
+            .filter_map(|o| match (&o.findings.figures, o.verdict) {
+                (Some(g), Verdict::Pass) => Some(g.clone()),
+                _ => {
+                    eprintln!(
+                        "bench: {arch} mainline-bench boot failed: {}",
+                        o.reason.lines().next().unwrap_or("")
+                    );
+                    None
+                }
+            })
+            .collect();
+        ok &= boots.len() == opts.guest_runs;
+        let mut row = guest_row(&format!("{arch} 7.x"), &boots);
+        row.irq = irq_rows(&boots);
+        guest.push(row);
+    }
+
     let (oracle_cost, measured) = oracle_cost(paths, &dir, &opts.arches, opts.guest_runs)?;
     ok &= measured;
 

@@ -25,8 +25,6 @@ use std::time::{Duration, Instant};
 /// The source package of the mainline line, pinned: Debian trixie-backports' newest Linux.
 pub const MAINLINE_PACKAGE: &str = "linux-source-7.3";
 
-/// Where the libclang mainline's bindgen loads lives (package libclang1-19).
-pub const MAINLINE_LIBCLANG: &str = "/usr/lib/llvm-19/lib";
 
 /// A kernel line: where its source comes from and what we lay over it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -51,6 +49,17 @@ impl Line {
         match self {
             Line::Lts => "linux-source-6.12",
             Line::Mainline => MAINLINE_PACKAGE,
+        }
+    }
+
+    /// Where the libclang its bindgen loads lives, always named: bindgen otherwise takes the
+    /// newest on the host, and with mainline's libclang 19 installed, 6.12's riscv64 build (clang
+    /// 14's flags, such as `-enable-trivial-auto-var-init-zero-knowing-it-will-be-removed-from-clang`)
+    /// failed on a fresh cache. Mainline needs 17 or newer (package libclang1-19).
+    pub fn libclang(self) -> &'static str {
+        match self {
+            Line::Lts => "/usr/lib/llvm-14/lib",
+            Line::Mainline => "/usr/lib/llvm-19/lib",
         }
     }
 
@@ -514,10 +523,7 @@ pub fn make(
     (arch, clang, line): (Arch, bool, Line),
 ) -> Command {
     let mut c = Command::new("make");
-    if line == Line::Mainline {
-        // Mainline's bindgen needs libclang 17 or newer; 6.12 keeps Debian's default (14).
-        c.env("LIBCLANG_PATH", MAINLINE_LIBCLANG);
-    }
+    c.env("LIBCLANG_PATH", line.libclang());
     c.arg("-C")
         .arg(src)
         .arg(format!("O={}", build.display()))
