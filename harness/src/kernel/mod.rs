@@ -25,7 +25,6 @@ use std::time::{Duration, Instant};
 /// The source package of the mainline line, pinned: Debian trixie-backports' newest Linux.
 pub const MAINLINE_PACKAGE: &str = "linux-source-7.3";
 
-
 /// A kernel line: where its source comes from and what we lay over it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Line {
