@@ -1022,6 +1022,18 @@ impl pci::Driver for PciRigDriver {
         // All-ones is a device that is gone, not one offering everything.
         let caps = rd!(sh, io, reg::CAPS);
         let streaming = caps != u32::MAX && caps & CAP_STREAM != 0;
+        epilogue.kept.populate(bar.clone());
+        let worker = Worker::new(bar.clone())?;
+        // A long-running item: the long queue keeps it off the shared per-CPU workers. Joined
+        // from the moment it runs: nothing between the two can fail.
+        workqueue::system_long()
+            .enqueue(worker.clone())
+            .map_err(|_| EBUSY)?;
+        epilogue.worker.populate(worker);
+        dev_info!(pdev, "event probe_done\n");
+        // The stream after probe_done: from the worker's start on, its unreported reads
+        // interleave with the stream's reports, which the harness accounts for only after that
+        // line. Stored only now, so that no DONE before this starts a round.
         *sh.dma.lock() = Some(DmaState {
             buf,
             streaming,
@@ -1031,15 +1043,6 @@ impl pci::Driver for PciRigDriver {
             dev_info!(pdev, "event stream_started\n");
             sh.stream_next(io);
         }
-        epilogue.kept.populate(bar.clone());
-        let worker = Worker::new(bar)?;
-        // A long-running item: the long queue keeps it off the shared per-CPU workers. Joined
-        // from the moment it runs: nothing between the two can fail.
-        workqueue::system_long()
-            .enqueue(worker.clone())
-            .map_err(|_| EBUSY)?;
-        epilogue.worker.populate(worker);
-        dev_info!(pdev, "event probe_done\n");
         Ok(PciRig { irq, sh })
     }
 

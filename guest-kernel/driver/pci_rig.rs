@@ -831,6 +831,17 @@ impl pci::Driver for PciRig {
         // All-ones is a device that is gone, not one offering everything.
         let caps = rd!(sh, pdev, io, reg::CAPS);
         let streaming = caps != u32::MAX && caps & CAP_STREAM != 0;
+        // Nothing fails after the worker starts.
+        let this = KBox::new(PciRig { sh: sh.clone() }, GFP_KERNEL)?;
+        *kept.lock() = Some(bar.clone());
+        // Joined before it starts, so that a failed probe never leaves it running.
+        let worker = Worker::new(bar.clone())?;
+        Devres::new_foreign_owned(pdev.as_ref(), WorkerJoin(worker.clone()), GFP_KERNEL)?;
+        worker.start();
+        dev_info!(pdev, "event probe_done\n");
+        // The stream after probe_done: from the worker's start on, its unreported reads
+        // interleave with the stream's reports, which the harness accounts for only after that
+        // line. Stored only now, so that no DONE before this starts a round.
         *sh.dma.lock() = Some(DmaState {
             buf,
             streaming,
@@ -840,13 +851,7 @@ impl pci::Driver for PciRig {
             dev_info!(pdev, "event stream_started\n");
             sh.stream_next(pdev.as_ref(), io);
         }
-        *kept.lock() = Some(bar.clone());
-        // Joined before it starts, so that a failed probe never leaves it running.
-        let worker = Worker::new(bar)?;
-        Devres::new_foreign_owned(pdev.as_ref(), WorkerJoin(worker.clone()), GFP_KERNEL)?;
-        worker.start();
-        dev_info!(pdev, "event probe_done\n");
-        Ok(KBox::new(PciRig { sh }, GFP_KERNEL)?)
+        Ok(this)
     }
 
     /// The worker is not told: the binding ends after this returns, which first frees the

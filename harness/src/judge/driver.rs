@@ -232,6 +232,12 @@ pub fn history(lines: &[String]) -> Result<Vec<Actor>, String> {
             return Err(format!(
                 "the interrupt handler was refused the BAR, so it ran after its binding ended: `{line}`"
             ));
+        } else if is_event(line, "stream_started") && !binding.probed {
+            // Its rounds report from the interrupt handler, which may run after the worker
+            // started: those reports would race the worker's unreported reads.
+            return Err(format!(
+                "the driver started its stream before probe_done, where no worker read may fall between its reports: `{line}`"
+            ));
         } else if is_event(line, "probe_done") {
             binding.probed = true;
         } else if is_event(line, "worker_stopped") {
@@ -312,6 +318,27 @@ mod tests {
             between_ms(&lines(&CONSOLE[..7]), "remove_begin", "remove_done").is_empty(),
             "no remove_done yet"
         );
+    }
+
+    #[test]
+    fn the_stream_starts_only_after_probe_done() {
+        let after: Vec<&str> = [
+            &CONSOLE[..5],
+            &["[    1.2] pci_rig 0000:01:00.0: event stream_started"][..],
+            &CONSOLE[5..],
+        ]
+        .concat();
+        assert!(history(&lines(&after)).is_ok());
+        // Before it: the stream's reports from the interrupt handler may fall after the
+        // worker's first reads, yet would be held against the device's log as probe's.
+        let before: Vec<&str> = [
+            &CONSOLE[..4],
+            &["[    1.2] pci_rig 0000:01:00.0: event stream_started"][..],
+            &CONSOLE[4..],
+        ]
+        .concat();
+        let e = history(&lines(&before)).unwrap_err();
+        assert!(e.contains("started its stream before probe_done"), "{e}");
     }
 
     fn binding(steps: &[(&str, bool, &str)], probed: bool) -> Binding {
