@@ -741,13 +741,10 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
     let outcomes = run::scenarios(
         paths,
         &TestOptions {
-            arches: opts.arches.clone(),
-            mainline_arches: Vec::new(),
+            arches: Vec::new(),
+            mainline_arches: opts.arches.clone(),
             scenarios: vec![&scenario::MAINLINE_BENCH],
-            flavor: Flavor {
-                line: crate::kernel::Line::Mainline,
-                ..Flavor::default()
-            },
+            flavor: Flavor::default(),
             unit_tests: false,
             repeat: opts.guest_runs,
             jobs: 1,

@@ -987,7 +987,7 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
         let unit = opts
             .unit_tests
             .then(|| scope.spawn(|| cargo_test(paths, &dir)));
-        let boots = lines(paths, opts, &dir);
+        let boots = scenarios(paths, opts, &dir);
         (unit.map(|t| t.join().expect("cargo test's thread")), boots)
     });
     let mut results: Vec<Outcome> = unit.into_iter().collect();
@@ -1025,9 +1025,16 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
     Ok(results.iter().all(|r| r.verdict != Verdict::Fail))
 }
 
-/// Each kernel line's scenarios on its arches, one line after the other (each builds its own
-/// kernels): the 6.12 line's, then mainline's.
-fn lines(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Outcome>> {
+/// Where a run boots: an arch's kernel of one line (each builds its own).
+struct Target {
+    arch: Arch,
+    flavor: Flavor,
+    scenarios: Vec<&'static Scenario>,
+}
+
+/// Each kernel line's chosen scenarios on its arches (`opts.arches` for the 6.12 line's,
+/// `opts.mainline_arches` for mainline's): the 6.12 line's targets first.
+fn targets(opts: &TestOptions) -> Vec<Target> {
     let mut out = Vec::new();
     for (line, arches) in [
         (kernel::Line::Lts, &opts.arches),
@@ -1039,33 +1046,40 @@ fn lines(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Outcome>> 
             .copied()
             .filter(|s| s.line == line)
             .collect();
-        if chosen.is_empty() || arches.is_empty() {
+        if chosen.is_empty() {
             continue;
         }
-        let pass = TestOptions {
-            arches: arches.clone(),
-            scenarios: chosen,
-            flavor: Flavor {
-                line,
-                ..opts.flavor.clone()
-            },
-            ..opts.clone()
-        };
-        out.extend(scenarios(paths, &pass, dir)?);
+        for &arch in arches {
+            out.push(Target {
+                arch,
+                flavor: Flavor {
+                    line,
+                    ..opts.flavor.clone()
+                },
+                scenarios: chosen.clone(),
+            });
+        }
     }
-    Ok(out)
+    out
 }
 
-/// Runs the chosen scenarios on the chosen arches, logs under `dir`; a
-/// verdict for each run (the unit tests are the caller's), in arch order.
-/// Up to `opts.jobs` jobs go at once, from any arch: a boot is one TCG
-/// process, and much of a hot-plug scenario is waiting. Longest first (by
-/// the previous run's times), so that no long boot starts last; an arch's
-/// kernel and image are built by the first job that needs them, and a job
-/// of an arch not yet built never holds a worker while another arch has
-/// work ready. harness-selftest's guests are jobs of their own.
+/// Runs the chosen scenarios on the chosen arches of each kernel line, logs under `dir`; a
+/// verdict for each run (the unit tests are the caller's), in line and arch order. Up to
+/// `opts.jobs` jobs go at once, from any arch and line, all from one board: a boot is one TCG
+/// process, and much of a hot-plug scenario is waiting. Longest first (by the previous run's
+/// times), so that no long boot starts last; a target's kernel and image are built by the
+/// first job that needs them, and a job of a target not yet built never holds a worker while
+/// another has work ready (so one line's kernel builds while the other's guests boot).
+/// harness-selftest's guests are jobs of their own.
 pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Outcome>> {
-    let tc = setup(paths, &opts.arches).context("provisioning")?;
+    let targets = targets(opts);
+    if targets.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut arches: Vec<Arch> = targets.iter().map(|t| t.arch).collect();
+    arches.sort();
+    arches.dedup();
+    let tc = setup(paths, &arches).context("provisioning")?;
     let device_bin = if opts.scenarios.iter().any(|s| s.machine.has_device()) {
         Some(device::build_server(paths)?)
     } else {
@@ -1083,17 +1097,19 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
     } else {
         None
     };
-    let with_driver = opts.scenarios.iter().any(|s| s.needs_driver());
-    // Arch-major, as reported.
-    let runs: Vec<(usize, &Scenario, usize)> = (0..opts.arches.len())
-        .flat_map(|a| {
-            opts.scenarios
+    // Target-major, as reported.
+    let runs: Vec<(usize, &Scenario, usize)> = targets
+        .iter()
+        .enumerate()
+        .flat_map(|(a, t)| {
+            t.scenarios
                 .iter()
                 .flat_map(move |&s| (1..=opts.repeat).map(move |i| (a, s, i)))
         })
         .collect();
     let history = report::previous_durations(&paths.results(), dir);
-    let jobs = schedule::jobs(&runs, opts.arches.as_slice(), &history);
+    let target_arches: Vec<Arch> = targets.iter().map(|t| t.arch).collect();
+    let jobs = schedule::jobs(&runs, &target_arches, &history);
     let runner = Runner {
         paths,
         tc: &tc,
@@ -1102,9 +1118,9 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
         opts,
         dir,
     };
-    let board = schedule::Board::new(jobs, opts.arches.len());
+    let board = schedule::Board::new(jobs, targets.len());
     let prepared: Vec<OnceLock<Result<Prepared>>> =
-        opts.arches.iter().map(|_| Default::default()).collect();
+        targets.iter().map(|_| Default::default()).collect();
     let done: Vec<OnceLock<Outcome>> = runs.iter().map(|_| Default::default()).collect();
     let parts: Vec<Vec<OnceLock<TimedPart>>> = runs
         .iter()
@@ -1119,19 +1135,20 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
                             // Ready even if the build panics: no worker
                             // then waits for this arch forever.
                             let _ready = schedule::ReadyOnDrop(&board, a);
-                            let arch = opts.arches[a];
+                            let t = &targets[a];
+                            let with_driver = t.scenarios.iter().any(|s| s.needs_driver());
                             let _ = prepared[a].set(prepare(
                                 paths,
                                 &tc,
-                                arch,
-                                &opts.flavor,
+                                t.arch,
+                                &t.flavor,
                                 dir,
                                 with_driver,
                             ));
                         }
                         schedule::Task::Run(job) => {
                             let (a, s, i) = runs[job.run];
-                            let arch = opts.arches[a];
+                            let arch = targets[a].arch;
                             let panicked: Result<Prepared> = Err(anyhow::anyhow!(
                                 "building the {arch} kernel or image panicked"
                             ));
@@ -1159,7 +1176,7 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
             done.into_inner().or_else(|| {
                 let parts: Vec<TimedPart> =
                     parts.into_iter().filter_map(OnceLock::into_inner).collect();
-                (!parts.is_empty()).then(|| runner.selftest_outcome(opts.arches[a], s, i, parts))
+                (!parts.is_empty()).then(|| runner.selftest_outcome(targets[a].arch, s, i, parts))
             })
         })
         .collect())
