@@ -1025,6 +1025,35 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
     Ok(results.iter().all(|r| r.verdict != Verdict::Fail))
 }
 
+/// The host programs the boots use, built by cargo beside the kernels and modules.
+struct HostBins {
+    /// The device server, when a scenario has our device.
+    device: Option<PathBuf>,
+    /// The MMIO oracle's plugin, when a scenario's device is watched.
+    oracle: Option<PathBuf>,
+}
+
+fn host_bins(paths: &Paths, opts: &TestOptions) -> Result<HostBins> {
+    let device = if opts.scenarios.iter().any(|s| s.machine.has_device()) {
+        Some(device::build_server(paths)?)
+    } else {
+        None
+    };
+    // PCI_RIG_ORACLE=off boots without the plugin (to measure what it costs).
+    let oracle_off = std::env::var("PCI_RIG_ORACLE").is_ok_and(|v| v == "off");
+    let watched = opts.scenarios.iter().any(|s| {
+        s.machine.has_device()
+            || s.machine == scenario::Machine::DeviceTree(crate::guest::dt::Edit::Platform)
+            || matches!(s.check, Check::UpstreamPci { .. })
+    });
+    let oracle = if watched && !oracle_off {
+        Some(crate::judge::oracle::build_plugin(paths)?)
+    } else {
+        None
+    };
+    Ok(HostBins { device, oracle })
+}
+
 /// Where a run boots: an arch's kernel of one line (each builds its own).
 struct Target {
     arch: Arch,
@@ -1080,23 +1109,6 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
     arches.sort();
     arches.dedup();
     let tc = setup(paths, &arches).context("provisioning")?;
-    let device_bin = if opts.scenarios.iter().any(|s| s.machine.has_device()) {
-        Some(device::build_server(paths)?)
-    } else {
-        None
-    };
-    // PCI_RIG_ORACLE=off boots without the plugin (to measure what it costs).
-    let oracle_off = std::env::var("PCI_RIG_ORACLE").is_ok_and(|v| v == "off");
-    let watched = opts.scenarios.iter().any(|s| {
-        s.machine.has_device()
-            || s.machine == scenario::Machine::DeviceTree(crate::guest::dt::Edit::Platform)
-            || matches!(s.check, Check::UpstreamPci { .. })
-    });
-    let oracle_so = if watched && !oracle_off {
-        Some(crate::judge::oracle::build_plugin(paths)?)
-    } else {
-        None
-    };
     // Target-major, as reported.
     let runs: Vec<(usize, &Scenario, usize)> = targets
         .iter()
@@ -1110,11 +1122,11 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
     let history = report::previous_durations(&paths.results(), dir);
     let target_arches: Vec<Arch> = targets.iter().map(|t| t.arch).collect();
     let jobs = schedule::jobs(&runs, &target_arches, &history);
+    let host = OnceLock::new();
     let runner = Runner {
         paths,
         tc: &tc,
-        device: device_bin.as_deref(),
-        oracle: oracle_so.as_deref(),
+        host: &host,
         opts,
         dir,
     };
@@ -1127,6 +1139,16 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
         .map(|(_, s, _)| schedule::parts(s).map(|_| Default::default()).collect())
         .collect();
     std::thread::scope(|scope| {
+        // While the first kernels and modules build (the edit loop's module, above all).
+        scope.spawn(|| {
+            let built =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| host_bins(paths, opts)));
+            // Set even when the build panicked: every boot waits for it.
+            let _ = host.set(match built {
+                Ok(r) => r.map_err(|e| format!("{e:#}")),
+                Err(_) => Err("building the device server or the oracle panicked".into()),
+            });
+        });
         for _ in 0..opts.jobs.clamp(1, board.len().max(1)) {
             scope.spawn(|| {
                 while let Some(task) = board.next() {
@@ -1168,6 +1190,9 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
             });
         }
     });
+    if let Some(Err(e)) = host.get() {
+        bail!("{e}");
+    }
     Ok(runs
         .iter()
         .zip(done)
@@ -1186,8 +1211,8 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
 struct Runner<'a> {
     paths: &'a Paths,
     tc: &'a Toolchain,
-    device: Option<&'a Path>,
-    oracle: Option<&'a Path>,
+    /// Set once cargo built them; each boot waits for it.
+    host: &'a OnceLock<std::result::Result<HostBins, String>>,
     opts: &'a TestOptions,
     dir: &'a Path,
 }
@@ -1214,18 +1239,19 @@ impl Runner<'_> {
     ) -> TimedPart {
         let t = Instant::now();
         let case = &scenario::SELFTEST_CASES[k];
-        let result = match prepared {
-            Err(e) => Err(format!("kernel or image build failed: {e:#}")),
-            Ok(p) if s.needs_driver() && p.driver.is_err() => Err(format!(
+        let result = match (prepared, self.host.wait()) {
+            (Err(e), _) => Err(format!("kernel or image build failed: {e:#}")),
+            (_, Err(e)) => Err(e.clone()),
+            (Ok(p), _) if s.needs_driver() && p.driver.is_err() => Err(format!(
                 "the driver did not build: {}",
                 p.driver.as_ref().err().map_or("", String::as_str)
             )),
-            Ok(p) => Rig {
+            (Ok(p), Ok(host)) => Rig {
                 paths: self.paths,
                 tc: self.tc,
                 p,
-                device: self.device,
-                oracle: self.oracle,
+                device: host.device.as_deref(),
+                oracle: host.oracle.as_deref(),
                 sweep: &self.opts.sweep,
             }
             .selftest_case(case, &self.log_dir(arch, s, i))
@@ -1259,17 +1285,18 @@ impl Runner<'_> {
     fn run(&self, arch: Arch, prepared: &Result<Prepared>, s: &Scenario, i: usize) -> Outcome {
         let log = self.log_dir(arch, s, i);
         let t = Instant::now();
-        let judgement = match prepared {
-            Ok(p) => Rig {
+        let judgement = match (prepared, self.host.wait()) {
+            (_, Err(e)) => Judgement::plain(Verdict::Fail, e.clone()),
+            (Ok(p), Ok(host)) => Rig {
                 paths: self.paths,
                 tc: self.tc,
                 p,
-                device: self.device,
-                oracle: self.oracle,
+                device: host.device.as_deref(),
+                oracle: host.oracle.as_deref(),
                 sweep: &self.opts.sweep,
             }
             .run_scenario(s, &log),
-            Err(e) => Judgement::plain(
+            (Err(e), _) => Judgement::plain(
                 Verdict::Fail,
                 format!("kernel or image build failed: {e:#}"),
             ),
