@@ -120,19 +120,26 @@ impl Arch {
         v
     }
 
-    /// Kernel parameters every boot of this arch gets besides the console. x86_64: the boot's
-    /// timer checks and calibrations poll against QEMU's clock, and on a loaded host a vCPU
-    /// that is descheduled meanwhile gets them wrong: the IO-APIC timer check panicked a boot
-    /// ("IO-APIC + timer doesn't work!"), and in 12 boots at once 4 calibrated the TSC at 77
-    /// to 630 MHz against the host's 2594, so the guest's clock ran up to 40 times fast and a
-    /// driver's 1 s interrupt wait expired in milliseconds. So `no_timer_check` (QEMU's timer
-    /// is known good), and `tsc_early_khz=` the host's TSC frequency: TCG's guest TSC is the
-    /// host's (`host_tsc_khz`).
-    pub fn kernel_args(self) -> String {
+    /// Kernel parameters every boot of this arch gets besides the console, for a kernel
+    /// ticking `hz` times a second. x86_64: the boot's timer checks and calibrations poll
+    /// against QEMU's clock, and on a loaded host a vCPU that is descheduled meanwhile gets
+    /// them wrong: the IO-APIC timer check panicked a boot ("IO-APIC + timer doesn't work!"),
+    /// and in 12 boots at once 4 calibrated the TSC at 77 to 630 MHz against the host's 2594,
+    /// so the guest's clock ran up to 40 times fast and a driver's 1 s interrupt wait expired
+    /// in milliseconds. So `no_timer_check` (QEMU's timer is known good), and
+    /// `tsc_early_khz=` the host's TSC frequency: TCG's guest TSC is the host's
+    /// (`host_tsc_khz`). And `lpj=` the TSC's cycles per tick, which the first CPU derives
+    /// from that frequency anyway: the second (another socket, no constant-TSC flag) would
+    /// otherwise calibrate its delay loop for 70 ms of every boot.
+    pub fn kernel_args(self, hz: Option<u32>) -> String {
         match self {
-            Arch::X86_64 => match host_tsc_khz() {
-                Some(khz) => format!("no_timer_check tsc_early_khz={khz}"),
-                None => "no_timer_check".into(),
+            Arch::X86_64 => match (host_tsc_khz(), hz) {
+                (Some(khz), Some(hz)) => format!(
+                    "no_timer_check tsc_early_khz={khz} lpj={}",
+                    khz * 1000 / u64::from(hz)
+                ),
+                (Some(khz), None) => format!("no_timer_check tsc_early_khz={khz}"),
+                (None, _) => "no_timer_check".into(),
             },
             Arch::Arm64 | Arch::Riscv64 => String::new(),
         }

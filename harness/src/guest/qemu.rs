@@ -20,6 +20,8 @@ pub struct Guest<'a> {
     pub arch: Arch,
     pub qemu: &'a Qemu,
     pub kernel: &'a Path,
+    /// The kernel's `CONFIG_HZ`, for the arch's kernel parameters.
+    pub hz: Option<u32>,
     pub initrd: &'a Path,
     /// Appended to the kernel command line, e.g. `pcirig.scenario=boot`.
     pub cmdline: String,
@@ -119,7 +121,7 @@ impl Guest<'_> {
             .arg(format!(
                 "console={} panic=-1 console_msg_format=syslog {} {}",
                 self.arch.console(),
-                self.arch.kernel_args(),
+                self.arch.kernel_args(self.hz),
                 self.cmdline
             ));
         if let Some(q) = qmp {

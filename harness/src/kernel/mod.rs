@@ -186,6 +186,18 @@ impl Kernel {
     pub fn module(&self, rel: &str) -> PathBuf {
         self.build.join(rel)
     }
+
+    /// Its timer ticks per second (`CONFIG_HZ` of its .config), if the config says.
+    pub fn hz(&self) -> Option<u32> {
+        config_hz(&std::fs::read_to_string(self.build.join(".config")).ok()?)
+    }
+}
+
+/// `CONFIG_HZ=N` of a .config.
+fn config_hz(config: &str) -> Option<u32> {
+    config
+        .lines()
+        .find_map(|l| l.strip_prefix("CONFIG_HZ=")?.trim().parse().ok())
 }
 
 /// One build tree (an arch and flavour) held for this process: the build
@@ -902,6 +914,14 @@ mod tests {
         assert!(refuse_our_warnings(&log, "rust/kernel/io.rs\n\n", d.path(), "k").is_ok());
         let e = refuse_our_warnings(&log, "drivers/x.c\n", d.path(), "k").unwrap_err();
         assert!(format!("{e:#}").contains("marking"), "x.c is absent: {e:#}");
+    }
+
+    #[test]
+    fn config_hz_reads_the_number_not_the_choice() {
+        let config =
+            "# CONFIG_HZ_100 is not set\nCONFIG_HZ_250=y\nCONFIG_HZ=250\nCONFIG_HZ_PERIODIC=y\n";
+        assert_eq!(config_hz(config), Some(250));
+        assert_eq!(config_hz("CONFIG_HZ_250=y\n"), None);
     }
 
     #[test]

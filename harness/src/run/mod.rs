@@ -62,6 +62,8 @@ pub struct Prepared {
     pub slowdown: u32,
     /// Boots go behind a guest IOMMU ([`Flavor::iommu`]).
     pub iommu: bool,
+    /// The kernel's `CONFIG_HZ`.
+    pub hz: Option<u32>,
 }
 
 pub fn setup(paths: &Paths, arches: &[Arch]) -> Result<Toolchain> {
@@ -174,6 +176,7 @@ pub fn prepare(
     )?;
     Ok(Prepared {
         image: kernel.image(),
+        hz: kernel.hz(),
         kernel,
         initrd,
         driver,
@@ -262,6 +265,7 @@ impl Rig<'_> {
             arch: self.p.kernel.arch,
             qemu: &self.tc.qemu,
             kernel: &self.p.image,
+            hz: self.p.hz,
             initrd: &self.p.initrd,
             cmdline: match s.check {
                 Check::Sweep(sample) => format!(
