@@ -130,16 +130,19 @@ impl Arch {
     /// `tsc_early_khz=` the host's TSC frequency: TCG's guest TSC is the host's
     /// (`host_tsc_khz`). And `lpj=` the TSC's cycles per tick, which the first CPU derives
     /// from that frequency anyway: the second (another socket, no constant-TSC flag) would
-    /// otherwise calibrate its delay loop for 70 ms of every boot.
+    /// otherwise calibrate its delay loop for 70 ms of every boot. `nolapic_timer`: the
+    /// local APIC timer has no known frequency under TCG (no TSC-deadline mode), so the
+    /// kernel would count it against the tick for 100 ms (`HZ/10` ticks) of every boot; the
+    /// HPET ticks instead, the second CPU through broadcast IPIs.
     pub fn kernel_args(self, hz: Option<u32>) -> String {
         match self {
             Arch::X86_64 => match (host_tsc_khz(), hz) {
                 (Some(khz), Some(hz)) => format!(
-                    "no_timer_check tsc_early_khz={khz} lpj={}",
+                    "no_timer_check tsc_early_khz={khz} lpj={} nolapic_timer",
                     khz * 1000 / u64::from(hz)
                 ),
-                (Some(khz), None) => format!("no_timer_check tsc_early_khz={khz}"),
-                (None, _) => "no_timer_check".into(),
+                (Some(khz), None) => format!("no_timer_check tsc_early_khz={khz} nolapic_timer"),
+                (None, _) => "no_timer_check nolapic_timer".into(),
             },
             Arch::Arm64 | Arch::Riscv64 => String::new(),
         }
