@@ -52,6 +52,12 @@ pub fn warnings(log: &str) -> Vec<String> {
     found
 }
 
+/// Whether the compiler, the linter or modpost said why the build in `log`
+/// failed: an error or a warning of theirs, not make killed or cut short.
+pub fn diagnosed(log: &str) -> bool {
+    log.lines().any(is_error) || !warnings(log).is_empty()
+}
+
 fn is_error(line: &str) -> bool {
     line.contains(": error:")
         || line.contains(": fatal error:")
@@ -62,7 +68,7 @@ fn is_error(line: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{summarize, warnings};
+    use super::{diagnosed, summarize, warnings};
 
     #[test]
     fn rust_errors_show_the_message_and_location() {
@@ -104,5 +110,22 @@ mod tests {
     #[test]
     fn clean_logs_have_nothing_to_say() {
         assert_eq!(summarize("  CC foo.o\n  LD vmlinux\n"), None);
+        assert!(!diagnosed("  CC foo.o\n  LD vmlinux\n"));
+    }
+
+    #[test]
+    fn only_the_compilers_own_words_say_why_a_build_failed() {
+        assert!(diagnosed(
+            "error[E0308]: mismatched types\n  --> a.rs:1:1\n"
+        ));
+        assert!(diagnosed(
+            "ERROR: modpost: \"rust_build_error\" [m.ko] undefined!\n"
+        ));
+        assert!(diagnosed("w.c:1:5: warning: unused variable 'x'\n"));
+        // make killed, or a compiler that died, says nothing of the source.
+        assert!(!diagnosed(
+            "  RUSTC [M] m.o\nmake[2]: *** [scripts/Makefile.build:244: m.o] Killed\n"
+        ));
+        assert!(!diagnosed("make: *** [Makefile:224: __sub-make] Error 2\n"));
     }
 }

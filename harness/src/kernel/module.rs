@@ -16,6 +16,11 @@ const KERNEL_STAMP: &str = "pci-rig-built";
 const CLEAN: &str = "pci-rig-clean";
 /// In a copy: the digest of what that clean build read.
 const INPUTS: &str = "pci-rig-inputs";
+/// In a copy: the digest of what its last build read, which was refused
+/// for a reason the compiler gave, then the refusal's message.
+const REFUSED: &str = "pci-rig-refused";
+/// How a refusal given back from the record says so.
+pub const GIVEN_BACK: &str = "these very inputs were refused before; make was not run again";
 
 /// Builds the out-of-tree module in `dir` (a Kbuild file and its sources)
 /// against `kernel`. Kbuild writes objects next to the sources, so it builds
@@ -83,12 +88,15 @@ struct Job<'a> {
 }
 
 /// Refreshes the copy, then runs `cmd` (make in the copy) unless the copy's
-/// last clean build read the same inputs (`kernel_stamp`: the kernel build's
-/// stamp; without one, make always runs). A build that warns is refused and
-/// leaves no module, no clean marker and no digest, so the next build of the
-/// same source runs make again from no objects and warns again.
+/// last build read the same inputs (`kernel_stamp`: the kernel build's
+/// stamp; without one, make always runs): a clean one gives its module back,
+/// a refused one its refusal. A build that fails or warns is refused and
+/// leaves no module, no clean marker and no objects, so make, when it runs
+/// again, starts from no objects and warns again. A refusal is recorded only
+/// when the compiler (or modpost) said why: a make killed or cut short is
+/// run again.
 fn build_in_copy(job: &Job, cmd: Command, kernel_stamp: Option<&str>) -> Result<PathBuf> {
-    let (dir, copy) = (job.dir, job.copy);
+    let copy = job.copy;
     let files = refresh(job)?;
     let ko = copy.join(format!("{}.ko", job.name));
     let clean = copy.join(CLEAN);
@@ -103,6 +111,16 @@ fn build_in_copy(job: &Job, cmd: Command, kernel_stamp: Option<&str>) -> Result<
             return Ok(ko);
         }
     }
+    let log = copy.join("pci-rig-make.log");
+    let refused = copy.join(REFUSED);
+    if let Some(digest) = &digest {
+        let last = std::fs::read_to_string(&refused).ok();
+        if let Some(message) = refusal_of(last.as_deref(), digest, log.exists()) {
+            // A refused build leaves no module, whoever left one there.
+            discard_objects(copy)?;
+            bail!("{message}\n({GIVEN_BACK})");
+        }
+    }
     // Make reuses objects only from a build that ended clean: one that
     // warned, failed or was cut short may have left objects whose warnings
     // make would not print again.
@@ -111,22 +129,41 @@ fn build_in_copy(job: &Job, cmd: Command, kernel_stamp: Option<&str>) -> Result<
     }
     let _ = std::fs::remove_file(&clean);
     let _ = std::fs::remove_file(&recorded);
-    let log = copy.join("pci-rig-make.log");
-    run_make(cmd, &log, job.what)?;
+    let _ = std::fs::remove_file(&refused);
+    let outcome = run_make(cmd, &log, job.what).and_then(|()| refuse_warnings(job, &log));
+    if let Err(e) = outcome {
+        // A refused build leaves no module.
+        discard_objects(copy)?;
+        if let Some(digest) = &digest {
+            if build_errors::diagnosed(&std::fs::read_to_string(&log)?) {
+                std::fs::write(&refused, format!("{digest}{e:#}"))?;
+            }
+        }
+        return Err(e);
+    }
+    if let Some(digest) = &digest {
+        std::fs::write(&recorded, digest)?;
+    }
+    std::fs::write(&clean, "")?;
+    Ok(ko)
+}
+
+/// Fails when the build `log` of `job` shows a warning: our modules must
+/// build without one.
+fn refuse_warnings(job: &Job, log: &Path) -> Result<()> {
+    let copy = job.copy;
     // Named by the file the user edits, not by its copy.
-    let warnings: Vec<String> = build_errors::warnings(&std::fs::read_to_string(&log)?)
+    let warnings: Vec<String> = build_errors::warnings(&std::fs::read_to_string(log)?)
         .iter()
         .map(|w| {
             let w = job.shared.iter().fold(w.clone(), |w, f| {
                 let name = f.file_name().unwrap_or_default();
                 w.replace(&*copy.join(name).to_string_lossy(), &f.to_string_lossy())
             });
-            w.replace(&*copy.to_string_lossy(), &dir.to_string_lossy())
+            w.replace(&*copy.to_string_lossy(), &job.dir.to_string_lossy())
         })
         .collect();
     if !warnings.is_empty() {
-        // A refused build leaves no module.
-        discard_objects(copy)?;
         bail!(
             "{} built with {} warning(s); fix them:\n{}\nfull log: {}",
             job.what,
@@ -135,11 +172,15 @@ fn build_in_copy(job: &Job, cmd: Command, kernel_stamp: Option<&str>) -> Result<
             log.display()
         );
     }
-    if let Some(digest) = &digest {
-        std::fs::write(&recorded, digest)?;
-    }
-    std::fs::write(&clean, "")?;
-    Ok(ko)
+    Ok(())
+}
+
+/// The message of the copy's recorded refusal (`last`: its digest line,
+/// then the message) when it refused the very inputs `digest` and its log
+/// is still there to read.
+fn refusal_of(last: Option<&str>, digest: &str, log_exists: bool) -> Option<String> {
+    let message = last?.strip_prefix(digest)?;
+    (log_exists && !message.is_empty()).then(|| message.to_string())
 }
 
 /// Brings the copy's sources to the content of `dir`'s and the shared
@@ -325,6 +366,9 @@ mod tests {
         }
 
         fn edit(&self, source: &str) {
+            // File times tick with the kernel's clock (a jiffy): the copy's
+            // source must come out newer than the module built before.
+            std::thread::sleep(std::time::Duration::from_millis(20));
             std::fs::write(self.scratch.0.join("src/w.c"), source).unwrap();
         }
 
@@ -332,13 +376,17 @@ mod tests {
             self.scratch.0.join("copy")
         }
 
+        /// How many times make has run.
+        fn runs(&self) -> usize {
+            std::fs::read_to_string(self.scratch.0.join("runs")).map_or(0, |s| s.lines().count())
+        }
+
         /// Builds against a kernel stamped `stamp`: the result (errors as
         /// text) and whether make ran.
         fn build(&self, stamp: Option<&str>) -> (Result<PathBuf, String>, bool) {
             let dir = self.scratch.0.join("src");
             let copy = self.copy();
-            let log = copy.join("pci-rig-make.log");
-            let _ = std::fs::remove_file(&log);
+            let runs = self.runs();
             let job = Job {
                 dir: &dir,
                 shared: &[],
@@ -346,10 +394,15 @@ mod tests {
                 name: "w",
                 what: "module w",
             };
-            let mut make = Command::new("make");
-            make.arg("-C").arg(&copy);
+            // Each run of make leaves a line in `runs`.
+            let mut make = Command::new("sh");
+            make.arg("-c").arg(format!(
+                "echo run >> {} && exec make -C {}",
+                self.scratch.0.join("runs").display(),
+                copy.display()
+            ));
             let result = build_in_copy(&job, make, stamp).map_err(|e| format!("{e:#}"));
-            (result, log.exists())
+            (result, self.runs() > runs)
         }
     }
 
@@ -378,7 +431,7 @@ mod tests {
     }
 
     #[test]
-    fn a_warned_module_is_refused_at_every_build_never_skipped() {
+    fn a_warned_module_is_refused_at_every_build() {
         let rig = Rig::new(CLEAN_SOURCE);
         let ko = rig.copy().join("w.ko");
         assert_eq!(rig.build(Some("k\n")), (Ok(ko.clone()), true));
@@ -406,11 +459,27 @@ mod tests {
         );
         for _ in 0..2 {
             assert!(!ko.exists(), "a refused build leaves no module");
-            assert!(!rig.copy().join(CLEAN).exists());
-            assert!(!rig.copy().join(INPUTS).exists());
+            assert!(!copy.join(CLEAN).exists());
+            assert!(!copy.join(INPUTS).exists());
             let (again, made) = rig.build(Some("k\n"));
-            assert!(made, "make ran again");
-            assert_eq!(again.unwrap_err(), first);
+            assert!(!made, "the same inputs' refusal is given back");
+            let again = again.unwrap_err();
+            assert!(again.starts_with(&first), "{again}");
+            assert!(again.ends_with(&format!("({GIVEN_BACK})")), "{again}");
+        }
+        // A module left there by anyone is not this build's.
+        std::fs::write(&ko, "stale").unwrap();
+        assert!(rig.build(Some("k\n")).0.is_err());
+        assert!(!ko.exists(), "a refused build leaves no module");
+        // Without the record, make runs from no objects and warns again.
+        std::fs::remove_file(copy.join(REFUSED)).unwrap();
+        assert_eq!(rig.build(Some("k\n")), (Err(first.clone()), true));
+        // Without the log the refusal was read from, too.
+        std::fs::remove_file(copy.join("pci-rig-make.log")).unwrap();
+        assert_eq!(rig.build(Some("k\n")), (Err(first.clone()), true));
+        // Without a kernel stamp nothing is recorded: make runs every time.
+        for _ in 0..2 {
+            assert_eq!(rig.build(None), (Err(first.clone()), true));
         }
         rig.edit(CLEAN_SOURCE);
         assert_eq!(rig.build(Some("k\n")), (Ok(ko.clone()), true));
@@ -418,11 +487,18 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_build_is_never_skipped() {
+    fn a_failure_is_given_back_only_when_the_compiler_said_why() {
         let rig = Rig::new(CLEAN_SOURCE);
-        let ko = rig.copy().join("w.ko");
-        assert_eq!(rig.build(Some("k\n")), (Ok(ko.clone()), true));
         rig.edit("int f(void) { return }\n");
+        let (first, made) = rig.build(Some("k\n"));
+        let first = first.unwrap_err();
+        assert!(made && first.contains("error"), "{first}");
+        let (again, made) = rig.build(Some("k\n"));
+        assert!(!made);
+        assert!(again.unwrap_err().starts_with(&first));
+        // A make that fails without the compiler's word (killed, a recipe
+        // that broke) may pass next time: it is always run again.
+        std::fs::write(rig.scratch.0.join("src/Makefile"), "w.ko: w.c\n\tfalse\n").unwrap();
         for _ in 0..2 {
             let (result, made) = rig.build(Some("k\n"));
             assert!(made && result.is_err(), "{result:?}");
