@@ -10,6 +10,7 @@ pub mod build_errors;
 pub mod kconfig;
 pub mod modcheck;
 pub mod module;
+mod replay;
 
 use crate::arch::Arch;
 use crate::host::process::run;

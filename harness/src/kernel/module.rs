@@ -3,7 +3,7 @@
 //! directory. A copy whose inputs are those of its last clean build is not
 //! handed to make again: a no-op `make M=…` still walks and runs modpost.
 
-use super::{build_errors, make, run_make, walk, Fnv, Kernel};
+use super::{build_errors, make, replay, run_make, walk, Fnv, Kernel};
 use crate::host::provision::Toolchain;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -16,6 +16,12 @@ const KERNEL_STAMP: &str = "pci-rig-built";
 const CLEAN: &str = "pci-rig-clean";
 /// In a copy: the digest of what that clean build read.
 const INPUTS: &str = "pci-rig-inputs";
+/// In a copy: the digest of what its last clean build read but the
+/// contents of its sources (see [`replay`]).
+const SHAPE: &str = "pci-rig-shape";
+/// In a copy: its objects were last made by [`replay`], which leaves
+/// Kbuild's dependency records as they were; make starts from none.
+const REPLAYED: &str = "pci-rig-replayed";
 /// In a copy: the digest of what its last build read, which was refused
 /// for a reason the compiler gave, then the refusal's message.
 const REFUSED: &str = "pci-rig-refused";
@@ -69,6 +75,7 @@ pub fn build_module_copy(
         copy: &copy,
         name,
         what: &format!("module {label} ({})", kernel.arch),
+        trees: Some((&kernel.src, &kernel.build)),
     };
     build_in_copy(&job, cmd, stamp.as_deref())
 }
@@ -85,6 +92,9 @@ struct Job<'a> {
     name: &'a str,
     /// How messages name the build.
     what: &'a str,
+    /// The kernel's source and build trees, where Kbuild's recorded
+    /// commands run; without them make always runs.
+    trees: Option<(&'a Path, &'a Path)>,
 }
 
 /// Refreshes the copy, then runs `cmd` (make in the copy) unless the copy's
@@ -121,16 +131,36 @@ fn build_in_copy(job: &Job, cmd: Command, kernel_stamp: Option<&str>) -> Result<
             bail!("{message}\n({GIVEN_BACK})");
         }
     }
+    let shape = kernel_stamp.map(|stamp| shape_of(&files, &cmd, stamp));
+    let (shape_file, replayed) = (copy.join(SHAPE), copy.join(REPLAYED));
+    let last_shape = clean
+        .exists()
+        .then(|| std::fs::read_to_string(&shape_file).ok())
+        .flatten();
+    let plan = match (job.trees, &shape) {
+        (Some((src, build)), Some(shape)) if last_shape.as_ref() == Some(shape) => {
+            replay::plan(copy, build).map(|plan| (plan, src))
+        }
+        _ => None,
+    };
     // Make reuses objects only from a build that ended clean: one that
     // warned, failed or was cut short may have left objects whose warnings
-    // make would not print again.
-    if !clean.exists() {
+    // make would not print again. Nor after a replay, whose objects may
+    // hang on files Kbuild's records do not list.
+    if !clean.exists() || (plan.is_none() && replayed.exists()) {
         discard_objects(copy)?;
     }
-    let _ = std::fs::remove_file(&clean);
-    let _ = std::fs::remove_file(&recorded);
-    let _ = std::fs::remove_file(&refused);
-    let outcome = run_make(cmd, &log, job.what).and_then(|()| refuse_warnings(job, &log));
+    for file in [&clean, &recorded, &refused, &shape_file, &replayed] {
+        let _ = std::fs::remove_file(file);
+    }
+    let made = match plan {
+        Some((plan, src)) => {
+            std::fs::write(&replayed, "")?;
+            plan.run(&cmd, src, &log, job.what)
+        }
+        None => run_make(cmd, &log, job.what),
+    };
+    let outcome = made.and_then(|()| refuse_warnings(job, &log));
     if let Err(e) = outcome {
         // A refused build leaves no module.
         discard_objects(copy)?;
@@ -141,8 +171,9 @@ fn build_in_copy(job: &Job, cmd: Command, kernel_stamp: Option<&str>) -> Result<
         }
         return Err(e);
     }
-    if let Some(digest) = &digest {
+    if let (Some(digest), Some(shape)) = (&digest, &shape) {
         std::fs::write(&recorded, digest)?;
+        std::fs::write(&shape_file, shape)?;
     }
     std::fs::write(&clean, "")?;
     Ok(ko)
@@ -231,6 +262,25 @@ fn inputs(files: &[(PathBuf, Vec<u8>)], cmd: &Command, kernel_stamp: &str) -> St
     field(format!("{cmd:?}").as_bytes());
     field(kernel_stamp.as_bytes());
     format!("{:016x}\n", h.0)
+}
+
+/// What of the inputs (see [`inputs`]) only make reads, so that a change
+/// there must go to make: every file's name, the contents of all but the
+/// sources the compiler reads (`.rs`, `.c`, `.h`), the command, the kernel.
+fn shape_of(files: &[(PathBuf, Vec<u8>)], cmd: &Command, kernel_stamp: &str) -> String {
+    let kept: Vec<(PathBuf, Vec<u8>)> = files
+        .iter()
+        .map(|(name, bytes)| {
+            let source = name
+                .extension()
+                .is_some_and(|e| e == "rs" || e == "c" || e == "h");
+            (
+                name.clone(),
+                if source { Vec::new() } else { bytes.clone() },
+            )
+        })
+        .collect();
+    inputs(&kept, cmd, kernel_stamp)
 }
 
 /// Whether make may be skipped: the copy's last build ended clean having
@@ -393,6 +443,7 @@ mod tests {
                 copy: &copy,
                 name: "w",
                 what: "module w",
+                trees: None,
             };
             // Each run of make leaves a line in `runs`.
             let mut make = Command::new("sh");
