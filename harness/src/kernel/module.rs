@@ -1,7 +1,10 @@
 //! Out-of-tree modules (our driver, the bench, platform and compile-fail
 //! modules), each built by Kbuild in its own copy under the kernel's build
-//! directory. A copy whose inputs are those of its last clean build is not
-//! handed to make again: a no-op `make M=…` still walks and runs modpost.
+//! directory. A copy whose inputs are those of its last build is not handed
+//! to make again (a no-op `make M=…` still walks and runs modpost): a clean
+//! build's module or a refused build's refusal is given back. When only the
+//! sources' contents changed since a clean build, Kbuild's recorded commands
+//! run instead of make (see [`replay`]).
 
 use super::{build_errors, make, replay, run_make, walk, Fnv, Kernel};
 use crate::host::provision::Toolchain;
@@ -398,19 +401,48 @@ mod tests {
     /// built the way our modules are; says whether make ran.
     struct Rig {
         scratch: Scratch,
+        /// Its make leaves the records Kbuild does (see [`replay`]).
+        records: bool,
     }
+
+    /// A make that builds `w.ko` as Kbuild builds an external module since
+    /// 6.13 (in the module's directory, relative names) and leaves the same
+    /// records: modules.order, `w.mod`, and each target's command in its
+    /// `.cmd` file ("modpost" writes `w.mod.c`, the link joins the objects).
+    const KBUILD_LIKE: &str = "\
+w.ko: w.c
+\tcc -Wall -c $(CURDIR)/w.c -o w.o
+\techo 'savedcmd_w.o := cc -Wall -c $(CURDIR)/w.c -o w.o' > .w.o.cmd
+\techo w.o > modules.order
+\techo ./w.o > w.mod
+\techo 'savedcmd_Module.symvers := echo modinfo > w.mod.c' > .Module.symvers.cmd
+\techo modinfo > w.mod.c
+\techo 'savedcmd_w.mod.o := cp w.mod.c w.mod.o' > .w.mod.o.cmd
+\tcp w.mod.c w.mod.o
+\techo 'savedcmd_w.ko := cat w.o w.mod.o > w.ko' > .w.ko.cmd
+\tcat w.o w.mod.o > w.ko
+";
 
     impl Rig {
         fn new(source: &str) -> Self {
+            Self::with_make(
+                "w.ko: w.c\n\tcc -Wall -c $(CURDIR)/w.c -o w.ko\n",
+                false,
+                source,
+            )
+        }
+
+        /// A rig whose make leaves Kbuild's records.
+        fn kbuild(source: &str) -> Self {
+            Self::with_make(KBUILD_LIKE, true, source)
+        }
+
+        fn with_make(makefile: &str, records: bool, source: &str) -> Self {
             let scratch = Scratch::new();
             let dir = scratch.0.join("src");
             std::fs::create_dir_all(&dir).unwrap();
-            std::fs::write(
-                dir.join("Makefile"),
-                "w.ko: w.c\n\tcc -Wall -c $(CURDIR)/w.c -o w.ko\n",
-            )
-            .unwrap();
-            let rig = Rig { scratch };
+            std::fs::write(dir.join("Makefile"), makefile).unwrap();
+            let rig = Rig { scratch, records };
             rig.edit(source);
             rig
         }
@@ -443,7 +475,7 @@ mod tests {
                 copy: &copy,
                 name: "w",
                 what: "module w",
-                trees: None,
+                trees: self.records.then_some((&*self.scratch.0, &*self.scratch.0)),
             };
             // Each run of make leaves a line in `runs`.
             let mut make = Command::new("sh");
@@ -554,5 +586,58 @@ mod tests {
             let (result, made) = rig.build(Some("k\n"));
             assert!(made && result.is_err(), "{result:?}");
         }
+    }
+
+    #[test]
+    fn an_edit_of_sources_alone_replays_kbuilds_records() {
+        let rig = Rig::kbuild(CLEAN_SOURCE);
+        let ko = rig.copy().join("w.ko");
+        assert_eq!(rig.build(Some("k\n")), (Ok(ko.clone()), true));
+        let first = std::fs::read(&ko).unwrap();
+        rig.edit("int f(void) { return 1; }\n");
+        assert_eq!(rig.build(Some("k\n")), (Ok(ko.clone()), false), "replayed");
+        let log = std::fs::read_to_string(rig.copy().join("pci-rig-make.log")).unwrap();
+        assert!(log.starts_with("pci-rig: only sources"), "{log}");
+        let second = std::fs::read(&ko).unwrap();
+        assert_ne!(first, second, "the module holds the edit");
+        assert!(second.ends_with(b"modinfo\n"), "linked with w.mod.o");
+        // A warning in a replay is refused as in make, and the next build
+        // (no clean one to replay from) goes to make.
+        rig.edit(WARNED_SOURCE);
+        let (warned, made) = rig.build(Some("k\n"));
+        assert!(!made);
+        assert!(warned.unwrap_err().contains("1 warning(s)"));
+        assert!(!ko.exists(), "a refused build leaves no module");
+        rig.edit(CLEAN_SOURCE);
+        assert_eq!(rig.build(Some("k\n")), (Ok(ko.clone()), true));
+        assert_eq!(std::fs::read(&ko).unwrap(), first);
+        // Anything but sources' contents goes to make: a file more, the
+        // Makefile, the kernel.
+        rig.edit("int f(void) { return 2; }\n");
+        assert_eq!(rig.build(Some("k\n")), (Ok(ko.clone()), false));
+        std::fs::write(rig.scratch.0.join("src/extra.rs"), "").unwrap();
+        assert_eq!(
+            rig.build(Some("k\n")),
+            (Ok(ko.clone()), true),
+            "a file more"
+        );
+        std::fs::write(
+            rig.scratch.0.join("src/Makefile"),
+            format!("{KBUILD_LIKE}# changed\n"),
+        )
+        .unwrap();
+        assert_eq!(
+            rig.build(Some("k\n")),
+            (Ok(ko.clone()), true),
+            "the Makefile"
+        );
+        assert_eq!(
+            rig.build(Some("k2\n")),
+            (Ok(ko.clone()), true),
+            "the kernel"
+        );
+        rig.edit(CLEAN_SOURCE);
+        assert_eq!(rig.build(Some("k2\n")), (Ok(ko.clone()), false));
+        assert_eq!(std::fs::read(&ko).unwrap(), first);
     }
 }
