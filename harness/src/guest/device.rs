@@ -110,7 +110,8 @@ impl DeviceServer {
                     server.control.display()
                 );
             }
-            std::thread::sleep(Duration::from_millis(20));
+            // It binds in a few ms; every boot waits for it.
+            std::thread::sleep(Duration::from_millis(2));
         }
         Ok(server)
     }
