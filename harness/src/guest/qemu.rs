@@ -11,8 +11,9 @@ use crate::judge::phases::{Phases, Recorder};
 use anyhow::{bail, Context, Result};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -237,8 +238,9 @@ impl Guest<'_> {
             lines.push(line);
         }
         drop(console_in);
-        let exit = child.wait()?;
+        let (exit, cpu) = wait_with_cpu(&mut child)?;
         let exited = Instant::now();
+        phases.cpu(cpu.as_secs_f64() * 1000.0);
         qmp.drain();
         let _ = reader.join();
         let _ = std::fs::remove_file(&sock);
@@ -258,9 +260,55 @@ impl Guest<'_> {
     }
 }
 
+/// Waits for `child` to exit: its status, and the CPU time (user and
+/// system, all its threads) it used, which the kernel keeps for its parent.
+fn wait_with_cpu(child: &mut Child) -> Result<(ExitStatus, Duration)> {
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero `rusage` is valid (plain integers).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `pid` is our own unreaped child (`Child` has not waited
+        // for it), and `status` and `usage` are valid for writes.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e).context("waiting for QEMU");
+        }
+    }
+    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    Ok((
+        ExitStatus::from_raw(status),
+        time(usage.ru_utime) + time(usage.ru_stime),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::socket_dir;
+    use super::{socket_dir, wait_with_cpu};
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Command;
+    use std::time::Duration;
+
+    #[test]
+    fn a_childs_cpu_time_is_taken_with_its_exit() {
+        let busy = "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; exit 3";
+        let mut child = Command::new("sh").args(["-c", busy]).spawn().unwrap();
+        let (status, cpu) = wait_with_cpu(&mut child).unwrap();
+        assert_eq!(status.code(), Some(3));
+        assert!(cpu > Duration::from_millis(20), "a busy shell used {cpu:?}");
+        let mut child = Command::new("sleep").arg("0.3").spawn().unwrap();
+        let (status, cpu) = wait_with_cpu(&mut child).unwrap();
+        assert!(status.success());
+        assert!(cpu < Duration::from_millis(100), "a sleep used {cpu:?}");
+        let mut child = Command::new("sleep").arg("5").spawn().unwrap();
+        child.kill().unwrap();
+        let (status, _) = wait_with_cpu(&mut child).unwrap();
+        assert_eq!(status.signal(), Some(9), "killed, as at a timeout");
+    }
     use std::path::PathBuf;
 
     #[test]

@@ -70,6 +70,10 @@ phases! {
     done_stamp_ms,
     /// QEMU exited (or was killed at the timeout).
     exit_at_ms,
+    /// The CPU time QEMU used, user and system, all its threads: what a
+    /// boot costs a busy host, where `exit_at_ms` is what it costs a
+    /// waiting user.
+    qemu_cpu_ms,
     /// QEMU's start to the first console byte: firmware, the kernel's
     /// decompression and early setup until its console speaks.
     to_first_byte_ms,
@@ -161,6 +165,11 @@ impl Recorder {
             first(stamped, stamp);
         }
         first(at, Some(at_ms));
+    }
+
+    /// QEMU used `ms` of CPU time in all.
+    pub fn cpu(&mut self, ms: f64) {
+        first(&mut self.phases.qemu_cpu_ms, Some(ms));
     }
 
     /// QEMU exited `at_ms` after it was spawned: the points and the

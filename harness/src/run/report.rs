@@ -140,8 +140,8 @@ pub fn write_files(dir: &Path, results: &[Outcome]) -> std::io::Result<()> {
 /// The compact table that closes `cargo xtask test`.
 pub fn table(results: &[Outcome]) -> String {
     let mut t = format!(
-        "{:<9} {:<18} {:<7} {:>8}  {}\n",
-        "arch", "scenario", "verdict", "time", "note"
+        "{:<9} {:<18} {:<7} {:>8} {:>8}  {}\n",
+        "arch", "scenario", "verdict", "time", "QEMU CPU", "note"
     );
     for r in results {
         let verdict = match r.verdict {
@@ -150,9 +150,13 @@ pub fn table(results: &[Outcome]) -> String {
             Verdict::Skip => "skip",
         };
         let note = r.reason.lines().next().unwrap_or("");
+        let cpu = match r.findings.phases.as_ref().and_then(|p| p.qemu_cpu_ms) {
+            Some(ms) => format!("{:.1}s", ms / 1000.0),
+            None => "-".into(),
+        };
         let _ = writeln!(
             t,
-            "{:<9} {:<18} {:<7} {:>7.1}s  {}",
+            "{:<9} {:<18} {:<7} {:>7.1}s {cpu:>8}  {}",
             r.arch, r.scenario, verdict, r.duration_s, note
         );
     }
@@ -335,7 +339,7 @@ fn summarize<'a>(boots: impl Iterator<Item = (&'a str, &'a Phases)>) -> Vec<Arch
 /// where no boot reached the phase.
 pub fn phase_table(arches: &[ArchPhases]) -> String {
     type Column = (&'static str, fn(&Phases) -> Option<f64>);
-    let cols: [Column; 8] = [
+    let cols: [Column; 9] = [
         ("1st byte", |p| p.to_first_byte_ms),
         ("kernel", |p| p.kernel_ms),
         ("init", |p| p.init_to_scenario_ms),
@@ -343,6 +347,7 @@ pub fn phase_table(arches: &[ArchPhases]) -> String {
         ("scenario", |p| p.scenario_ms),
         ("poweroff", |p| p.poweroff_ms),
         ("exit", |p| p.exit_at_ms),
+        ("QEMU CPU", |p| p.qemu_cpu_ms),
         ("printk@init", |p| p.run_init_stamp_ms),
     ];
     let mut t = format!("{:<9} {:>5} {:>5}", "arch", "boots", "armed");
@@ -365,7 +370,7 @@ pub fn phase_table(arches: &[ArchPhases]) -> String {
         "medians over passing boots (arming: over those with the MMIO oracle); 1st byte: QEMU's start to \
          the console's first byte; kernel: to `Run /init`; init: to the scenario's start line; \
          scenario: from it (or the arming) to `pcirig: done`; poweroff: to QEMU's exit; exit: the \
-         whole boot; printk@init: the kernel's own stamp at `Run /init`\n",
+         whole boot; QEMU CPU: the CPU time QEMU used, all threads; printk@init: the kernel's own stamp at `Run /init`\n",
     );
     t
 }
