@@ -371,7 +371,7 @@ mod tests {
         let back: Phases = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
         assert_eq!(back, p);
         let names: Vec<&str> = p.fields().iter().map(|(n, _)| *n).collect();
-        assert_eq!(names.len(), 18);
+        assert_eq!(names.len(), 19);
         assert_eq!(names.first(), Some(&"first_byte_at_ms"));
         assert_eq!(names.last(), Some(&"poweroff_ms"));
         let mut q = Phases::default();
