@@ -22,7 +22,7 @@
 //! instruction's address is the callback's userdata (set at translation),
 //! so nothing is allocated per instruction.
 
-pub mod api;
+pub use qemu_plugin_api as api;
 pub mod record;
 pub mod watch;
 

@@ -1,6 +1,7 @@
-//! The host: what must be installed (host packages, bindgen, QEMU, busybox)
-//! and how its commands are run.
+//! The host: what must be installed (host packages, bindgen, QEMU, busybox),
+//! how its commands are run, and our QEMU plugins.
 
 pub mod apt;
+pub mod plugins;
 pub mod process;
 pub mod provision;

@@ -12,14 +12,11 @@ use crate::arch::Arch;
 use crate::guest::console;
 use crate::guest::device::{Access, Class, Kind, Region};
 use crate::guest::{GuestRequest, HostAction};
-use crate::host::process::run_logged;
 use crate::judge::accounting::{self, Accounted};
 use crate::judge::driver::Actor;
-use crate::Paths;
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// The log's name in a boot's folder.
@@ -54,20 +51,6 @@ pub fn windows(arch: Arch) -> &'static [(u64, u64)] {
         Arch::Arm64 => &[(0x1000_0000, 0x2eff_0000), (0x80_0000_0000, 0x80_0000_0000)],
         Arch::Riscv64 => &[(0x4000_0000, 0x4000_0000), (0x4_0000_0000, 0x4_0000_0000)],
     }
-}
-
-/// Builds the plugin (release: it runs on every guest load and store).
-pub fn build_plugin(paths: &Paths) -> Result<PathBuf> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    std::fs::create_dir_all(paths.results())?;
-    run_logged(
-        Command::new(cargo)
-            .args(["build", "--release", "--quiet", "-p", "mmio-oracle"])
-            .current_dir(&paths.root),
-        &paths.results().join("oracle-build.log"),
-    )
-    .context("building the mmio-oracle QEMU plugin")?;
-    Ok(paths.root.join("target/release/libmmio_oracle.so"))
 }
 
 /// QEMU's `-plugin` argument: watch `windows` (start, length), log to

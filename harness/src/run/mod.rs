@@ -222,6 +222,7 @@ pub fn interactive(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<()> {
         p: &p,
         device: None,
         oracle: None,
+        vcpu_yield: None,
         sweep: &crate::sweep::Plan::All,
     };
     let mut g = rig.guest(&Scenario::runner("shell", "", Duration::MAX), &dir);
@@ -247,6 +248,9 @@ struct Rig<'a> {
     device: Option<&'a Path>,
     /// The MMIO oracle plugin (`oracle`), loaded with the device.
     oracle: Option<&'a Path>,
+    /// The `vcpu-yield` plugin: a vCPU spinning at a wait hint yields its
+    /// host CPU (several two-vCPU guests share two cores).
+    vcpu_yield: Option<&'a Path>,
     /// The removal-point sweep's plan (the `sweep` scenarios).
     sweep: &'a crate::sweep::Plan,
 }
@@ -287,6 +291,10 @@ impl Rig<'_> {
         };
         if self.p.iommu {
             g.cmdline.push_str(" intel_iommu=on");
+        }
+        if let Some(so) = self.vcpu_yield {
+            g.extra_args
+                .extend(["-plugin".into(), so.display().to_string()]);
         }
         g
     }
@@ -1040,6 +1048,8 @@ struct HostBins {
     device: Option<PathBuf>,
     /// The MMIO oracle's plugin, when a scenario's device is watched.
     oracle: Option<PathBuf>,
+    /// The `vcpu-yield` plugin, which every boot loads.
+    vcpu_yield: Option<PathBuf>,
 }
 
 fn host_bins(paths: &Paths, opts: &TestOptions) -> Result<HostBins> {
@@ -1055,12 +1065,14 @@ fn host_bins(paths: &Paths, opts: &TestOptions) -> Result<HostBins> {
             || s.machine == scenario::Machine::DeviceTree(crate::guest::dt::Edit::Platform)
             || matches!(s.check, Check::UpstreamPci { .. })
     });
-    let oracle = if watched && !oracle_off {
-        Some(crate::judge::oracle::build_plugin(paths)?)
-    } else {
-        None
-    };
-    Ok(HostBins { device, oracle })
+    // PCI_RIG_VCPU_YIELD=off boots without it (to measure what it saves).
+    let yield_off = std::env::var("PCI_RIG_VCPU_YIELD").is_ok_and(|v| v == "off");
+    let plugins = crate::host::plugins::build(paths)?;
+    Ok(HostBins {
+        device,
+        oracle: (watched && !oracle_off).then_some(plugins.oracle),
+        vcpu_yield: (!yield_off).then_some(plugins.vcpu_yield),
+    })
 }
 
 /// Where a run boots: an arch's kernel of one line (each builds its own).
@@ -1261,6 +1273,7 @@ impl Runner<'_> {
                 p,
                 device: host.device.as_deref(),
                 oracle: host.oracle.as_deref(),
+                vcpu_yield: host.vcpu_yield.as_deref(),
                 sweep: &self.opts.sweep,
             }
             .selftest_case(case, &self.log_dir(arch, s, i))
@@ -1302,6 +1315,7 @@ impl Runner<'_> {
                 p,
                 device: host.device.as_deref(),
                 oracle: host.oracle.as_deref(),
+                vcpu_yield: host.vcpu_yield.as_deref(),
                 sweep: &self.opts.sweep,
             }
             .run_scenario(s, &log),

@@ -1,5 +1,5 @@
 //! Our own bindings to the few functions and types of QEMU's TCG plugin API,
-//! version 7, that the oracle uses. Facts from QEMU's
+//! version 7, that our plugins use (`mmio-oracle`, `vcpu-yield`). Facts from QEMU's
 //! `include/plugins/qemu-plugin.h` and checked against the bundled
 //! qemu-system-x86_64 11.1.3 (its exported `qemu_plugin_*` functions and how
 //! it calls a plugin's callbacks): version 7 gives every registration a
@@ -11,7 +11,7 @@
 
 use std::ffi::{c_char, c_int, c_uint, c_void};
 
-/// The API version this plugin is built against (`QEMU_PLUGIN_VERSION`).
+/// The API version our plugins are built against (`QEMU_PLUGIN_VERSION`).
 pub const VERSION: c_int = 7;
 
 /// `qemu_plugin_id_t`.
@@ -111,7 +111,8 @@ pub type MemCb =
     unsafe extern "C" fn(vcpu_index: c_uint, info: MemInfo, vaddr: u64, userdata: *mut c_void);
 /// `qemu_plugin_udata_cb_t`: at exit, and when a reset has finished.
 pub type UdataCb = unsafe extern "C" fn(userdata: *mut c_void);
-/// `qemu_plugin_vcpu_udata_cb_t`: a vCPU going idle or resuming.
+/// `qemu_plugin_vcpu_udata_cb_t`: a vCPU going idle or resuming, or about
+/// to execute an instruction.
 pub type VcpuUdataCb = unsafe extern "C" fn(vcpu_index: c_uint, userdata: *mut c_void);
 
 extern "C" {
@@ -137,6 +138,17 @@ extern "C" {
     pub fn qemu_plugin_tb_n_insns(tb: *const Tb) -> usize;
     pub fn qemu_plugin_tb_get_insn(tb: *const Tb, idx: usize) -> *mut Insn;
     pub fn qemu_plugin_insn_vaddr(insn: *const Insn) -> u64;
+    /// Copies up to `len` bytes of the instruction's encoding to `dest`;
+    /// returns how many it copied (the instruction's size at most).
+    pub fn qemu_plugin_insn_data(insn: *const Insn, dest: *mut c_void, len: usize) -> usize;
+    /// `cb` runs each time the instruction is about to execute, on the
+    /// executing vCPU's thread.
+    pub fn qemu_plugin_register_vcpu_insn_exec_cb(
+        insn: *mut Insn,
+        cb: VcpuUdataCb,
+        flags: c_uint,
+        userdata: *mut c_void,
+    );
     pub fn qemu_plugin_register_vcpu_mem_cb(
         insn: *mut Insn,
         cb: MemCb,

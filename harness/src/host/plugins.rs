@@ -1,0 +1,33 @@
+//! Our QEMU plugins, built in one cargo run (release: they run inside
+//! every guest's translated code): `mmio-oracle` (`judge::oracle`) and
+//! `vcpu-yield`, which every boot loads.
+
+use crate::host::process::run_logged;
+use crate::Paths;
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Where the built plugins are.
+pub struct Plugins {
+    pub oracle: PathBuf,
+    pub vcpu_yield: PathBuf,
+}
+
+pub fn build(paths: &Paths) -> Result<Plugins> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    std::fs::create_dir_all(paths.results())?;
+    run_logged(
+        Command::new(cargo)
+            .args(["build", "--release", "--quiet"])
+            .args(["-p", "mmio-oracle", "-p", "vcpu-yield"])
+            .current_dir(&paths.root),
+        &paths.results().join("plugins-build.log"),
+    )
+    .context("building the QEMU plugins (mmio-oracle, vcpu-yield)")?;
+    let release = paths.root.join("target/release");
+    Ok(Plugins {
+        oracle: release.join("libmmio_oracle.so"),
+        vcpu_yield: release.join("libvcpu_yield.so"),
+    })
+}
