@@ -290,6 +290,7 @@ fn wait_with_cpu(child: &mut Child) -> Result<(ExitStatus, Duration)> {
 mod tests {
     use super::{socket_dir, wait_with_cpu};
     use std::os::unix::process::ExitStatusExt;
+    use std::path::PathBuf;
     use std::process::Command;
     use std::time::Duration;
 
@@ -309,7 +310,6 @@ mod tests {
         let (status, _) = wait_with_cpu(&mut child).unwrap();
         assert_eq!(status.signal(), Some(9), "killed, as at a timeout");
     }
-    use std::path::PathBuf;
 
     #[test]
     fn long_boot_folders_get_one_private_socket_folder_each() {

@@ -112,11 +112,15 @@ pub fn arm(dir: &Path, timeout: Duration, mut nudge: impl FnMut() -> Result<()>)
 }
 
 /// What QEMU says when it does not take the plugin (its `Could not load
-/// plugin` line and ours), as our error; `None` when it said neither.
+/// plugin` line about ours, and ours), as our error; `None` when it said
+/// neither (another plugin's refusal is QEMU's own error).
 pub fn refused(qemu_stderr: &str) -> Option<String> {
     let why: Vec<&str> = qemu_stderr
         .lines()
-        .filter(|l| l.contains("Could not load plugin") || l.contains("mmio-oracle:"))
+        .filter(|l| {
+            l.contains("mmio-oracle:")
+                || (l.contains("Could not load plugin") && l.contains("libmmio_oracle.so"))
+        })
         .collect();
     (!why.is_empty()).then(|| format!("QEMU refused the MMIO oracle plugin: {}", why.join("; ")))
 }
