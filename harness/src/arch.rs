@@ -4,6 +4,10 @@
 use std::fmt;
 use std::str::FromStr;
 
+/// vCPUs per guest (`-smp`): Revocable and Devres are only really tested
+/// when a reader and a revoker run at the same time.
+pub const VCPUS: usize = 2;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Arch {
     X86_64,
@@ -113,11 +117,11 @@ impl Arch {
                 "-machine",
                 "memory-backend=ram",
                 "-smp",
-                "2",
             ]
             .iter()
             .map(|s| s.to_string()),
         );
+        v.push(VCPUS.to_string());
         v.extend([
             "-device".into(),
             "pcie-root-port,id=rp0,bus=pcie.0,chassis=1,slot=1".into(),

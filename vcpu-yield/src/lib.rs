@@ -1,6 +1,7 @@
 //! `vcpu-yield`: a QEMU TCG plugin that has a vCPU's thread give its host
 //! CPU away (`sched_yield`) each time the vCPU executes a spin-wait hint
-//! ([`hints`]). Loaded with `-plugin libvcpu_yield.so`, no arguments.
+//! ([`hints`]). Loaded with `-plugin libvcpu_yield.so`, no arguments, by
+//! runs that boot more vCPUs at once than the host has CPUs.
 //!
 //! Why: the rig boots several two-vCPU guests on a host of two cores. A
 //! vCPU that waits for the other one (an IPI's answer, a TLB shootdown, a

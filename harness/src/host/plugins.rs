@@ -1,6 +1,6 @@
 //! Our QEMU plugins, built in one cargo run (release: they run inside
 //! every guest's translated code): `mmio-oracle` (`judge::oracle`) and
-//! `vcpu-yield`, which every boot loads.
+//! `vcpu-yield`, which the boots of a run of several at once load.
 
 use crate::host::process::run_logged;
 use crate::Paths;
