@@ -49,6 +49,16 @@ pub enum Side {
     Baseline,
 }
 
+/// The comment each edit run appends to a side's driver. The run id makes
+/// each edit new to the module's build cache, whatever an earlier bench
+/// left built; the side makes the two sides' edits differ, since both
+/// build their module in the same copy of the shared cache: with a
+/// baseline whose driver is head's, the second side would otherwise get
+/// the module the first one just built (it took 1.3 s against head's 2.5).
+fn edit_note(run_id: &str, side: Side) -> String {
+    format!("cargo xtask bench --baseline, {run_id}, {}", side.name())
+}
+
 impl Side {
     pub fn name(self) -> &'static str {
         match self {
@@ -667,12 +677,7 @@ impl Bench<'_> {
             Step::Edit(_) => {
                 let edited = place.root.join(EDITED);
                 let restore = Restore::take(&edited)?;
-                // The run id makes each edit new to the module's build
-                // cache, whatever an earlier bench left built.
-                restore.edit(
-                    &format!("cargo xtask bench --baseline, {}", self.run_id),
-                    p.n,
-                )?;
+                restore.edit(&edit_note(self.run_id, p.side), p.n)?;
                 self.spawn(&place, &args, &log, p.n)?
                 // `restore` puts the file back here, or on any error above.
             }
@@ -1061,6 +1066,13 @@ pub fn panels(c: &Comparison) -> Vec<Panel> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_two_sides_edits_differ_as_the_runs_do() {
+        let head = edit_note("r1", Side::Head);
+        assert_ne!(head, edit_note("r1", Side::Baseline));
+        assert_ne!(head, edit_note("r2", Side::Head));
+    }
 
     fn run(n: usize, s: f64, ok: bool) -> Run {
         Run {
