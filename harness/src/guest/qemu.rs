@@ -9,7 +9,7 @@ use crate::guest::qmp::Qmp;
 use crate::host::provision::Qemu;
 use crate::judge::phases::{Phases, Recorder};
 use anyhow::{bail, Context, Result};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -68,7 +68,50 @@ pub struct Console {
 enum FromConsole {
     /// The console's first byte, before any whole line.
     FirstByte(Instant),
-    Line(Instant, String),
+    /// The whole lines one read brought.
+    Lines(Instant, Vec<String>),
+}
+
+/// How long the console's reader waits after each read. QEMU writes the
+/// console a byte at a time; without the wait a busy console woke the reader
+/// and the boot's loop about once per byte. It delays a line by at most this.
+const GATHER: Duration = Duration::from_millis(2);
+
+/// Reads `from` to its end, handing each read's whole lines to `to` (and
+/// the first byte's arrival before them); the last line may lack its `\n`.
+fn read_console(mut from: impl Read, to: mpsc::Sender<FromConsole>) {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut partial: Vec<u8> = Vec::new();
+    let mut first = true;
+    let text = |bytes: &[u8]| {
+        String::from_utf8_lossy(bytes)
+            .trim_end_matches('\r')
+            .to_string()
+    };
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let at = Instant::now();
+        if std::mem::take(&mut first) && to.send(FromConsole::FirstByte(at)).is_err() {
+            return;
+        }
+        partial.extend_from_slice(&buf[..n]);
+        if let Some(end) = partial.iter().rposition(|&b| b == b'\n') {
+            let lines = partial[..end].split(|&b| b == b'\n').map(text).collect();
+            partial.drain(..=end);
+            if to.send(FromConsole::Lines(at, lines)).is_err() {
+                return;
+            }
+        }
+        std::thread::sleep(GATHER);
+    }
+    if !partial.is_empty() {
+        let _ = to.send(FromConsole::Lines(Instant::now(), vec![text(&partial)]));
+    }
 }
 
 /// Where a boot's sockets live: its own folder, unless that path is too long
@@ -170,24 +213,7 @@ impl Guest<'_> {
         let stdout = child.stdout.take().expect("piped");
         let mut console_in = child.stdin.take().expect("piped");
         let (tx, rx) = mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            let mut stdout = BufReader::new(stdout);
-            // Waits for the first chunk QEMU writes, whole line or not.
-            if matches!(stdout.fill_buf(), Ok(b) if !b.is_empty())
-                && tx.send(FromConsole::FirstByte(Instant::now())).is_err()
-            {
-                return;
-            }
-            for line in stdout.split(b'\n') {
-                let Ok(bytes) = line else { break };
-                let text = String::from_utf8_lossy(&bytes)
-                    .trim_end_matches('\r')
-                    .to_string();
-                if tx.send(FromConsole::Line(Instant::now(), text)).is_err() {
-                    break;
-                }
-            }
-        });
+        let reader = std::thread::spawn(move || read_console(stdout, tx));
         let mut qmp = match Qmp::connect(&sock, &self.dir.join("qmp.log"), Duration::from_secs(10))
         {
             Ok(q) => q,
@@ -203,7 +229,8 @@ impl Guest<'_> {
 
         // serial.log keeps what came; the judge and `on_line` see the lines
         // the guest meant (see `Untangle`).
-        let mut serial = std::fs::File::create(self.dir.join("serial.log"))?;
+        let mut serial =
+            std::io::BufWriter::new(std::fs::File::create(self.dir.join("serial.log"))?);
         let mut untangle = Untangle::default();
         let mut lines = Vec::new();
         let mut phases = Recorder::default();
@@ -215,14 +242,18 @@ impl Guest<'_> {
             let left = deadline.saturating_duration_since(Instant::now());
             match rx.recv_timeout(left) {
                 Ok(FromConsole::FirstByte(at)) => phases.first_byte(ms(at)),
-                Ok(FromConsole::Line(at, raw)) => {
+                Ok(FromConsole::Lines(at, raws)) => {
                     last_at = at;
-                    writeln!(serial, "{raw}")?;
+                    for raw in &raws {
+                        writeln!(serial, "{raw}")?;
+                    }
                     serial.flush()?;
-                    for line in untangle.push(&raw) {
-                        phases.line(ms(at), &line);
-                        on_line(&line, &mut qmp, &mut console_in)?;
-                        lines.push(line);
+                    for raw in raws {
+                        for line in untangle.push(&raw) {
+                            phases.line(ms(at), &line);
+                            on_line(&line, &mut qmp, &mut console_in)?;
+                            lines.push(line);
+                        }
                     }
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -288,11 +319,56 @@ fn wait_with_cpu(child: &mut Child) -> Result<(ExitStatus, Duration)> {
 
 #[cfg(test)]
 mod tests {
-    use super::{socket_dir, wait_with_cpu};
+    use super::{read_console, socket_dir, wait_with_cpu, FromConsole};
     use std::os::unix::process::ExitStatusExt;
     use std::path::PathBuf;
     use std::process::Command;
     use std::time::Duration;
+
+    /// Hands out its chunks one read at a time, as a pipe would.
+    struct Chunks(Vec<&'static [u8]>);
+
+    impl std::io::Read for Chunks {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.0.is_empty() {
+                return Ok(0);
+            }
+            let c = self.0.remove(0);
+            buf[..c.len()].copy_from_slice(c);
+            Ok(c.len())
+        }
+    }
+
+    #[test]
+    fn the_console_arrives_as_whole_lines_after_its_first_byte() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let chunks = Chunks(vec![
+            b"S",
+            b"eaBIOS\r\nLin",
+            b"ux\nfirst\nsecond\n",
+            b"no end",
+        ]);
+        read_console(chunks, tx);
+        let got: Vec<FromConsole> = rx.iter().collect();
+        assert!(matches!(got[0], FromConsole::FirstByte(_)));
+        let lines: Vec<Vec<String>> = got[1..]
+            .iter()
+            .map(|m| match m {
+                FromConsole::Lines(_, l) => l.clone(),
+                FromConsole::FirstByte(_) => panic!("a second first byte"),
+            })
+            .collect();
+        // A read without a line's end hands nothing; `\r` goes; the last
+        // line needs no `\n`.
+        assert_eq!(
+            lines,
+            [
+                vec!["SeaBIOS"],
+                vec!["Linux", "first", "second"],
+                vec!["no end"]
+            ]
+        );
+    }
 
     #[test]
     fn a_childs_cpu_time_is_taken_with_its_exit() {
