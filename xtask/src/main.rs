@@ -53,9 +53,9 @@ enum Cmd {
         /// x86_64, arm64, riscv64 or all.
         #[arg(long, default_value = "all", value_parser = parse_arches)]
         arch: Arches,
-        /// One scenario by name (default: all).
-        #[arg(long, value_parser = parse_scenario)]
-        scenario: Option<&'static scenario::Scenario>,
+        /// One scenario by name, or several separated by commas (default: all).
+        #[arg(long, value_parser = parse_scenarios)]
+        scenario: Option<Scenarios>,
         /// Boot the debug flavour (KASAN on arm64 and riscv64, lockdep,
         /// PROVE_RCU, atomic-sleep checks, CONFIG_PREEMPT, a kmemleak scan
         /// before each guest powers off); without --scenario, its own set.
@@ -74,6 +74,9 @@ enum Cmd {
         /// Skip `cargo test --workspace` (skipped anyway with --scenario).
         #[arg(long)]
         no_unit_tests: bool,
+        /// Run `cargo test --workspace` with --scenario too.
+        #[arg(long, requires = "scenario", conflicts_with = "no_unit_tests")]
+        unit_tests: bool,
         /// Run each scenario N times.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
         repeat: u32,
@@ -117,7 +120,8 @@ enum Cmd {
         /// run, each side's `cargo xtask test` timed as a user runs it (REV in a git
         /// worktree with its own target dir, the same cache): `boot` alone per arch
         /// (--guest-runs), edit→verdict on x86_64 and arm64 (--edit-runs), the warm matrix
-        /// (--matrix-runs, unless --no-matrix), the cold run (--cold); into bench.json's
+        /// (--matrix-runs, unless --no-matrix; with each round, head's matrix of the
+        /// baseline's scenarios alone), the cold run (--cold); into bench.json's
         /// `baseline`. The head-only figures are not measured then.
         #[arg(long, value_name = "REV")]
         baseline: Option<String>,
@@ -164,8 +168,15 @@ fn parse_point(s: &str) -> Result<harness::sweep::Point, String> {
     s.parse()
 }
 
-fn parse_scenario(s: &str) -> Result<&'static scenario::Scenario, String> {
-    scenario::find(s)
+/// Scenarios named on the command line, in their order.
+#[derive(Clone)]
+struct Scenarios(Vec<&'static scenario::Scenario>);
+
+fn parse_scenarios(s: &str) -> Result<Scenarios, String> {
+    s.split(',')
+        .map(scenario::find)
+        .collect::<Result<_, _>>()
+        .map(Scenarios)
 }
 
 fn flavor(debug: bool) -> Flavor {
@@ -237,6 +248,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
             kernel,
             iommu,
             no_unit_tests,
+            unit_tests,
             repeat,
             soak,
             jobs,
@@ -252,15 +264,16 @@ fn run_cli(cli: Cli) -> Result<bool> {
             };
             let only_sweep = sweep || matches!(plan, harness::sweep::Plan::Points(_));
             let scenario = match scenario {
-                None if only_sweep => Some(&scenario::SWEEP),
-                s => s,
+                None if only_sweep => Some(vec![&scenario::SWEEP]),
+                s => s.map(|s| s.0),
             };
             if iommu && arch.0 != [harness::arch::Arch::X86_64] {
                 anyhow::bail!("--iommu is x86_64's (QEMU's intel-iommu): add --arch x86_64");
             }
+            let asked = scenario.is_some();
             let scenarios = match (soak, scenario) {
                 (true, _) => scenario::SOAK.to_vec(),
-                (false, Some(s)) => vec![s],
+                (false, Some(s)) => s,
                 (false, None) if iommu => scenario::IOMMU.to_vec(),
                 (false, None) if debug => scenario::DEBUG.to_vec(),
                 (false, None) => scenario::ALL.to_vec(),
@@ -283,7 +296,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 mainline_arches,
                 scenarios,
                 flavor: flavor_with(debug, iommu),
-                unit_tests: !no_unit_tests && !soak && scenario.is_none(),
+                unit_tests: unit_tests || (!no_unit_tests && !soak && !asked),
                 repeat: repeat as usize,
                 jobs: jobs.map_or_else(
                     // Three per CPU: on two cores the default run took 154.8-158.4 s

@@ -10,8 +10,9 @@
 //! `boot` alone per arch (the command's wall and the scenario's own
 //! duration from report.json), edit→verdict on x86_64 and arm64 (`probe`
 //! after an edit of the side's driver), the warm matrix (after one untimed
-//! matrix per side) and, when asked, the cold run (a fresh clone, an empty
-//! cache). It fails only when a measurement could not be taken; a missed
+//! matrix per side; after each round, head's matrix of only the scenarios
+//! the baseline's has, the same boots) and, when asked, the cold run (a
+//! fresh clone, an empty cache). It fails only when a measurement could not be taken; a missed
 //! goal or a failed verdict is reported, never an error.
 
 use super::figures::median;
@@ -90,6 +91,8 @@ pub enum Key {
     Boot(Arch, Wall),
     Edit(Arch),
     Matrix,
+    /// Head's matrix of the baseline's scenarios against the baseline's.
+    SameMatrix,
     Cold,
 }
 
@@ -108,6 +111,7 @@ impl Key {
             Key::Boot(a, w) => format!("boot {a} alone ({})", w.name()),
             Key::Edit(a) => format!("edit → verdict {a}"),
             Key::Matrix => "warm matrix".into(),
+            Key::SameMatrix => "warm matrix, the baseline's scenarios".into(),
             Key::Cold => "cold (fresh clone, empty cache)".into(),
         }
     }
@@ -128,6 +132,11 @@ pub enum Step {
     /// next one by (its longest-first order reads the newest run's times).
     MatrixWarmUp,
     Matrix,
+    /// Head only, after each round of the matrix: the scenarios the
+    /// baseline's matrix warm-up ran (by name), with the unit tests, so the
+    /// same boots as the baseline's matrix; its baseline figure is the
+    /// baseline's matrix.
+    SameMatrix,
     Cold,
 }
 
@@ -182,7 +191,20 @@ pub fn plan(opts: &Options) -> Vec<Planned> {
     per_arch(&mut out, Step::Edit, opts.edit_runs, &edited);
     if opts.matrix_runs > 0 {
         rounds(&mut out, Step::MatrixWarmUp, 1, Side::Head);
-        rounds(&mut out, Step::Matrix, opts.matrix_runs, Side::Head);
+        for (n, side) in interleaved(opts.matrix_runs, Side::Head) {
+            out.push(Planned {
+                step: Step::Matrix,
+                n,
+                side,
+            });
+            if side == Side::Baseline {
+                out.push(Planned {
+                    step: Step::SameMatrix,
+                    n,
+                    side: Side::Head,
+                });
+            }
+        }
     }
     rounds(&mut out, Step::Cold, opts.cold_runs, Side::Baseline);
     out
@@ -196,8 +218,9 @@ fn edit_arches(arches: &[Arch]) -> Vec<Arch> {
         .collect()
 }
 
-/// `cargo xtask` arguments of a step.
-pub fn args(step: Step, opts: &Options) -> Vec<String> {
+/// `cargo xtask` arguments of a step; `same`: the baseline's scenarios,
+/// for [`Step::SameMatrix`].
+pub fn args(step: Step, opts: &Options, same: &[String]) -> Vec<String> {
     let v = |s: &[&str]| s.iter().map(|s| s.to_string()).collect();
     match step {
         Step::WarmUp => {
@@ -220,6 +243,7 @@ pub fn args(step: Step, opts: &Options) -> Vec<String> {
             v(&["test", "--arch", a.name(), "--scenario", "probe"])
         }
         Step::MatrixWarmUp | Step::Matrix | Step::Cold => v(&["test"]),
+        Step::SameMatrix => v(&["test", "--unit-tests", "--scenario", &same.join(",")]),
     }
 }
 
@@ -415,6 +439,7 @@ pub fn goals(figures: &[Figure]) -> Vec<Goal> {
     };
     for (k, short, goal) in [
         (Key::Matrix, "warm matrix", 0.5),
+        (Key::SameMatrix, "warm matrix, same scenarios", 0.5),
         (Key::Edit(Arch::X86_64), "edit x86_64", 0.5),
         (Key::Cold, "cold", 0.65),
     ] {
@@ -509,6 +534,20 @@ pub fn counts(report: &str) -> Option<Counts> {
         }
     }
     Some(c)
+}
+
+/// The scenarios a report.json's text holds, by name, each once, in the
+/// order of their first result (the host's `cargo test` is none).
+pub fn scenario_names(report: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for r in results(report) {
+        if let (Some(arch), Some(name)) = (r["arch"].as_str(), r["scenario"].as_str()) {
+            if arch != "host" && !names.iter().any(|n| n == name) {
+                names.push(name.to_string());
+            }
+        }
+    }
+    names
 }
 
 /// The duration a report.json's text gives `scenario` on `arch`.
@@ -655,8 +694,8 @@ impl Bench<'_> {
     }
 
     /// Runs one step of the plan.
-    fn step(&self, p: &Planned) -> Result<Run> {
-        let args = args(p.step, self.opts);
+    fn step(&self, p: &Planned, same: &[String]) -> Result<Run> {
+        let args = args(p.step, self.opts, same);
         let arch = match p.step {
             Step::Boot(a) | Step::Edit(a) | Step::EditWarmUp(a) => format!("-{a}"),
             _ => String::new(),
@@ -745,6 +784,29 @@ impl Bench<'_> {
     }
 }
 
+/// The scenarios of the baseline's matrix run `run` that head has too; the
+/// others are named on stderr (head's matrix of them is then less).
+fn baseline_scenarios(run: &Run) -> Vec<String> {
+    let Some(report) = run
+        .run_dir
+        .as_ref()
+        .and_then(|d| std::fs::read_to_string(Path::new(d).join("report.json")).ok())
+    else {
+        return Vec::new();
+    };
+    let (known, unknown): (Vec<String>, Vec<String>) = scenario_names(&report)
+        .into_iter()
+        .partition(|n| crate::scenario::find(n).is_ok());
+    if !unknown.is_empty() {
+        eprintln!(
+            "bench: head has none of the baseline's scenarios {}: its matrix of the \
+             baseline's scenarios leaves them out",
+            unknown.join(", ")
+        );
+    }
+    known
+}
+
 fn step_name(step: Step) -> &'static str {
     match step {
         Step::WarmUp => "warm-up",
@@ -753,6 +815,7 @@ fn step_name(step: Step) -> &'static str {
         Step::Edit(_) => "edit",
         Step::MatrixWarmUp => "matrix-warm-up",
         Step::Matrix => "matrix",
+        Step::SameMatrix => "same-matrix",
         Step::Cold => "cold",
     }
 }
@@ -787,7 +850,7 @@ pub fn compare(paths: &Paths, opts: &Options, dir: &Path, run_id: &str) -> Resul
         "bench: the figures are of a warm cache: each side first runs `cargo xtask {}` \
          untimed, so that its cargo builds and kernels exist (and `probe` on the edit loop's \
          arches, for its modules)",
-        args(Step::WarmUp, opts).join(" ")
+        args(Step::WarmUp, opts, &[]).join(" ")
     );
     if opts.cold_runs > 0 && head.ends_with("-dirty") {
         eprintln!(
@@ -799,9 +862,21 @@ pub fn compare(paths: &Paths, opts: &Options, dir: &Path, run_id: &str) -> Resul
     let mut figures: Vec<Figure> = Vec::new();
     let mut warm_up = Vec::new();
     let mut missing = Vec::new();
+    // The baseline's scenarios that head has too, once its matrix warm-up ran.
+    let mut same: Vec<String> = Vec::new();
     for p in plan(opts) {
-        let run = bench.step(&p)?;
-        let command = format!("cargo xtask {}", args(p.step, opts).join(" "));
+        if p.step == Step::SameMatrix && same.is_empty() {
+            let what = format!(
+                "head's matrix of the baseline's scenarios, run {}: the baseline's matrix \
+                 warm-up left no report to take them from",
+                p.n
+            );
+            eprintln!("bench: !!! {what}");
+            missing.push(what);
+            continue;
+        }
+        let run = bench.step(&p, &same)?;
+        let command = format!("cargo xtask {}", args(p.step, opts, &same).join(" "));
         let mut record = |key: Key, run: Run| {
             let i = match figures.iter().position(|f| f.key == key) {
                 Some(i) => i,
@@ -813,11 +888,16 @@ pub fn compare(paths: &Paths, opts: &Options, dir: &Path, run_id: &str) -> Resul
             figures[i].side_mut(p.side).runs.push(run);
         };
         match p.step {
-            Step::WarmUp | Step::EditWarmUp(_) | Step::MatrixWarmUp => warm_up.push(WarmUp {
-                side: p.side,
-                command,
-                run,
-            }),
+            Step::WarmUp | Step::EditWarmUp(_) | Step::MatrixWarmUp => {
+                if p.step == Step::MatrixWarmUp && p.side == Side::Baseline {
+                    same = baseline_scenarios(&run);
+                }
+                warm_up.push(WarmUp {
+                    side: p.side,
+                    command,
+                    run,
+                })
+            }
             Step::Boot(a) => {
                 let wall = run
                     .run_dir
@@ -840,11 +920,23 @@ pub fn compare(paths: &Paths, opts: &Options, dir: &Path, run_id: &str) -> Resul
                 }
             }
             Step::Edit(a) => record(Key::Edit(a), run),
-            Step::Matrix => record(Key::Matrix, run),
+            Step::Matrix => {
+                if p.side == Side::Baseline {
+                    record(Key::SameMatrix, run.clone());
+                }
+                record(Key::Matrix, run)
+            }
+            Step::SameMatrix => record(Key::SameMatrix, run),
             Step::Cold => record(Key::Cold, run),
         }
     }
     for f in &mut figures {
+        if f.key == Key::SameMatrix {
+            f.command = format!(
+                "head: cargo xtask {}; baseline: cargo xtask test",
+                args(Step::SameMatrix, opts, &same).join(" ")
+            );
+        }
         f.finish();
     }
     // Boot, edit, matrix, cold; within each, arches (and a boot's two
@@ -852,7 +944,7 @@ pub fn compare(paths: &Paths, opts: &Options, dir: &Path, run_id: &str) -> Resul
     let rank = |k: &Key| match k {
         Key::Boot(..) => 0,
         Key::Edit(_) => 1,
-        Key::Matrix => 2,
+        Key::Matrix | Key::SameMatrix => 2,
         Key::Cold => 3,
     };
     figures.sort_by_key(|f| rank(&f.key));
@@ -1236,8 +1328,10 @@ kernel riscv64: up to date in soon s, 1 objects (/c/linux/x/build/riscv64-base)
                 (Step::MatrixWarmUp, 1, B),
                 (Step::Matrix, 1, H),
                 (Step::Matrix, 1, B),
+                (Step::SameMatrix, 1, H),
                 (Step::Matrix, 2, H),
                 (Step::Matrix, 2, B),
+                (Step::SameMatrix, 2, H),
                 (Step::Cold, 1, B),
                 (Step::Cold, 1, H),
             ]
@@ -1261,7 +1355,7 @@ kernel riscv64: up to date in soon s, 1 objects (/c/linux/x/build/riscv64-base)
     fn each_step_runs_cargo_xtask_test_as_a_user_would() {
         let one = opts(&[Arch::Arm64], 1, 1, 0, 0);
         let all = opts(&[Arch::Arm64], 1, 1, 1, 0);
-        let line = |s: Step, o: &Options| args(s, o).join(" ");
+        let line = |s: Step, o: &Options| args(s, o, &[]).join(" ");
         assert_eq!(
             line(Step::WarmUp, &one),
             "test --arch arm64 --scenario boot --no-unit-tests"
@@ -1286,6 +1380,25 @@ kernel riscv64: up to date in soon s, 1 objects (/c/linux/x/build/riscv64-base)
         for s in [Step::Matrix, Step::MatrixWarmUp, Step::Cold] {
             assert_eq!(line(s, &one), "test");
         }
+        let same = ["boot".to_string(), "probe".to_string()];
+        assert_eq!(
+            args(Step::SameMatrix, &all, &same).join(" "),
+            "test --unit-tests --scenario boot,probe",
+            "the baseline's scenarios, with the unit tests its matrix ran"
+        );
+    }
+
+    #[test]
+    fn a_reports_scenarios_are_named_once_without_the_host() {
+        let report = r#"{"results": [
+            {"arch": "host", "scenario": "cargo-test", "verdict": "pass"},
+            {"arch": "x86_64", "scenario": "modules", "verdict": "pass"},
+            {"arch": "arm64", "scenario": "boot", "verdict": "pass"},
+            {"arch": "arm64", "scenario": "modules", "verdict": "fail"},
+            {"arch": "riscv64", "scenario": "platform", "verdict": "skip"}
+        ]}"#;
+        assert_eq!(scenario_names(report), ["modules", "boot", "platform"]);
+        assert!(scenario_names("not json").is_empty());
     }
 
     #[test]
@@ -1327,6 +1440,7 @@ kernel riscv64: up to date in soon s, 1 objects (/c/linux/x/build/riscv64-base)
         let a = Arch::Arm64;
         vec![
             figure(Key::Matrix, &[60.0], &[100.0]),
+            figure(Key::SameMatrix, &[45.0], &[100.0]),
             figure(Key::Edit(x), &[4.0, 5.0], &[10.0]),
             figure(Key::Boot(x, Wall::Command), &[2.0], &[3.0]),
             figure(Key::Boot(x, Wall::Scenario), &[1.2, 1.4], &[2.0]),
@@ -1345,6 +1459,11 @@ kernel riscv64: up to date in soon s, 1 objects (/c/linux/x/build/riscv64-base)
         };
         let m = by("warm matrix", "head/baseline");
         assert!(!m.met && (m.ratio.value - 0.6).abs() < 1e-9, "0.6 > 0.5");
+        let same = by("warm matrix, the baseline's scenarios", "head/baseline");
+        assert!(
+            same.met && (same.ratio.value - 0.45).abs() < 1e-9,
+            "0.45 ≤ 0.5"
+        );
         let e = by("edit → verdict x86_64", "head/baseline");
         assert!(e.met && (e.ratio.value - 0.45).abs() < 1e-9, "4.5/10 ≤ 0.5");
         assert_eq!(e.goal, 0.5);
