@@ -458,7 +458,10 @@ impl Overlay {
     }
 
     /// Applies one patch to the files it names, starting from their current
-    /// wanted (or pristine) content, in a scratch tree.
+    /// wanted (or pristine) content, in a scratch tree. The tree it leaves is
+    /// kept under the hash of those inputs: the same patch over the same
+    /// content is not run again (every build checks the overlay; running
+    /// the eight patches took 0.1 s of the edit loop's 2.5).
     fn apply_patch(
         &self,
         patch: &Path,
@@ -470,44 +473,67 @@ impl Overlay {
             .filter_map(|l| l.strip_prefix("+++ b/"))
             .map(|l| l.split('\t').next().unwrap_or(l).to_string())
             .collect();
-        // Several builds check the overlay at once: a scratch tree each.
-        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let scratch = self.orig.with_file_name(format!(
-            "patch.tmp-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&scratch);
+        let mut inputs = Vec::with_capacity(files.len());
+        let mut h = Fnv::default();
+        h.field(text.as_bytes());
         for rel in &files {
             let content = match want.get(rel) {
                 Some(c) => c.clone(),
                 None => self.pristine(rel)?,
             };
-            if let Some(bytes) = content {
-                let p = scratch.join(rel);
-                std::fs::create_dir_all(p.parent().unwrap())?;
-                std::fs::write(p, bytes)?;
+            h.field(rel.as_bytes());
+            match &content {
+                Some(bytes) => h.field(bytes),
+                None => h.write(b"absent"),
+            }
+            inputs.push(content);
+        }
+        let memo = self.patch_memo().join(format!("{:016x}", h.0));
+        if !memo.is_dir() {
+            // Several builds check the overlay at once: a scratch tree each.
+            static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            let scratch = self.orig.with_file_name(format!(
+                "patch.tmp-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            ));
+            let _ = std::fs::remove_dir_all(&scratch);
+            for (rel, content) in files.iter().zip(inputs) {
+                if let Some(bytes) = content {
+                    let p = scratch.join(rel);
+                    std::fs::create_dir_all(p.parent().unwrap())?;
+                    std::fs::write(p, bytes)?;
+                }
+            }
+            std::fs::create_dir_all(&scratch)?;
+            run(Command::new("patch")
+                .args([
+                    "-p1",
+                    "--forward",
+                    "--batch",
+                    "--fuzz=0",
+                    "--no-backup-if-mismatch",
+                    "-d",
+                ])
+                .arg(&scratch)
+                .arg("-i")
+                .arg(patch))
+            .with_context(|| format!("{} does not apply to linux 6.12", patch.display()))?;
+            std::fs::create_dir_all(self.patch_memo())?;
+            // Whole or not at all; another build may have kept the same.
+            if std::fs::rename(&scratch, &memo).is_err() {
+                std::fs::remove_dir_all(&scratch)?;
             }
         }
-        std::fs::create_dir_all(&scratch)?;
-        run(Command::new("patch")
-            .args([
-                "-p1",
-                "--forward",
-                "--batch",
-                "--fuzz=0",
-                "--no-backup-if-mismatch",
-                "-d",
-            ])
-            .arg(&scratch)
-            .arg("-i")
-            .arg(patch))
-        .with_context(|| format!("{} does not apply to linux 6.12", patch.display()))?;
         for rel in files {
-            want.insert(rel.clone(), std::fs::read(scratch.join(&rel)).ok());
+            want.insert(rel.clone(), std::fs::read(memo.join(&rel)).ok());
         }
-        std::fs::remove_dir_all(&scratch)?;
         Ok(())
+    }
+
+    /// Where [`Overlay::apply_patch`] keeps what each patch made.
+    fn patch_memo(&self) -> PathBuf {
+        self.orig.with_file_name("patch-memo")
     }
 }
 
@@ -836,6 +862,12 @@ impl Fnv {
             self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
         }
     }
+
+    /// `bytes` with its length first, so that fields cannot run together.
+    fn field(&mut self, bytes: &[u8]) {
+        self.write(&(bytes.len() as u64).to_le_bytes());
+        self.write(bytes);
+    }
 }
 
 #[cfg(test)]
@@ -1039,5 +1071,42 @@ mod tests {
         .unwrap();
         let err = format!("{:#}", o.apply(&guest, true).unwrap_err());
         assert!(err.contains("0001-bad.patch does not apply"), "{err}");
+    }
+
+    #[test]
+    fn a_patch_runs_once_per_content_it_applies_to() {
+        let (d, o) = tree();
+        let guest = d.path().join("guest");
+        std::fs::create_dir_all(guest.join("patches")).unwrap();
+        std::fs::write(
+            guest.join("patches/0001-lib.patch"),
+            "--- a/rust/kernel/lib.rs\n+++ b/rust/kernel/lib.rs\n@@ -1 +1,2 @@\n mod a;\n+mod pci;\n",
+        )
+        .unwrap();
+        o.apply(&guest, true).unwrap();
+        let memos = || std::fs::read_dir(o.patch_memo()).unwrap().count();
+        assert_eq!(memos(), 1);
+        // What the memo holds is what the next check lays: doctor it and
+        // the tree follows (no `patch` ran).
+        let kept = std::fs::read_dir(o.patch_memo())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path()
+            .join("rust/kernel/lib.rs");
+        std::fs::write(&kept, "mod a;\nmod doctored;\n").unwrap();
+        o.apply(&guest, true).unwrap();
+        let lib = || std::fs::read_to_string(o.src.join("rust/kernel/lib.rs")).unwrap();
+        assert_eq!(lib(), "mod a;\nmod doctored;\n");
+        // A changed patch is a new input: it runs.
+        std::fs::write(
+            guest.join("patches/0001-lib.patch"),
+            "--- a/rust/kernel/lib.rs\n+++ b/rust/kernel/lib.rs\n@@ -1 +1,2 @@\n mod a;\n+mod pcie;\n",
+        )
+        .unwrap();
+        o.apply(&guest, true).unwrap();
+        assert_eq!(lib(), "mod a;\nmod pcie;\n");
+        assert_eq!(memos(), 2);
     }
 }
