@@ -1059,16 +1059,23 @@ mod tests {
         assert_eq!(read("untouched.c").as_deref(), Some("int x;\n"));
     }
 
+    /// Writes `guest`'s patch `name`: after lib.rs's line `after`, `added`.
+    fn lib_patch(guest: &Path, name: &str, after: &str, added: &str) {
+        std::fs::create_dir_all(guest.join("patches")).unwrap();
+        std::fs::write(
+            guest.join("patches").join(name),
+            format!(
+                "--- a/rust/kernel/lib.rs\n+++ b/rust/kernel/lib.rs\n@@ -1 +1,2 @@\n {after}\n+{added}\n"
+            ),
+        )
+        .unwrap();
+    }
+
     #[test]
     fn a_patch_that_does_not_apply_names_itself() {
         let (d, o) = tree();
         let guest = d.path().join("guest");
-        std::fs::create_dir_all(guest.join("patches")).unwrap();
-        std::fs::write(
-            guest.join("patches/0001-bad.patch"),
-            "--- a/rust/kernel/lib.rs\n+++ b/rust/kernel/lib.rs\n@@ -1 +1,2 @@\n mod zzz;\n+mod pci;\n",
-        )
-        .unwrap();
+        lib_patch(&guest, "0001-bad.patch", "mod zzz;", "mod pci;");
         let err = format!("{:#}", o.apply(&guest, true).unwrap_err());
         assert!(err.contains("0001-bad.patch does not apply"), "{err}");
     }
@@ -1077,12 +1084,7 @@ mod tests {
     fn a_patch_runs_once_per_content_it_applies_to() {
         let (d, o) = tree();
         let guest = d.path().join("guest");
-        std::fs::create_dir_all(guest.join("patches")).unwrap();
-        std::fs::write(
-            guest.join("patches/0001-lib.patch"),
-            "--- a/rust/kernel/lib.rs\n+++ b/rust/kernel/lib.rs\n@@ -1 +1,2 @@\n mod a;\n+mod pci;\n",
-        )
-        .unwrap();
+        lib_patch(&guest, "0001-lib.patch", "mod a;", "mod pci;");
         o.apply(&guest, true).unwrap();
         let memos = || std::fs::read_dir(o.patch_memo()).unwrap().count();
         assert_eq!(memos(), 1);
@@ -1100,11 +1102,7 @@ mod tests {
         let lib = || std::fs::read_to_string(o.src.join("rust/kernel/lib.rs")).unwrap();
         assert_eq!(lib(), "mod a;\nmod doctored;\n");
         // A changed patch is a new input: it runs.
-        std::fs::write(
-            guest.join("patches/0001-lib.patch"),
-            "--- a/rust/kernel/lib.rs\n+++ b/rust/kernel/lib.rs\n@@ -1 +1,2 @@\n mod a;\n+mod pcie;\n",
-        )
-        .unwrap();
+        lib_patch(&guest, "0001-lib.patch", "mod a;", "mod pcie;");
         o.apply(&guest, true).unwrap();
         assert_eq!(lib(), "mod a;\nmod pcie;\n");
         assert_eq!(memos(), 2);
