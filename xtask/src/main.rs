@@ -173,10 +173,17 @@ fn parse_point(s: &str) -> Result<harness::sweep::Point, String> {
 struct Scenarios(Vec<&'static scenario::Scenario>);
 
 fn parse_scenarios(s: &str) -> Result<Scenarios, String> {
-    s.split(',')
-        .map(scenario::find)
-        .collect::<Result<_, _>>()
-        .map(Scenarios)
+    let mut out: Vec<&'static scenario::Scenario> = Vec::new();
+    for name in s.split(',') {
+        let found = scenario::find(name)?;
+        if out.iter().any(|o| o.name == found.name) {
+            return Err(format!(
+                "scenario `{name}` is named twice; --repeat N runs each scenario N times"
+            ));
+        }
+        out.push(found);
+    }
+    Ok(Scenarios(out))
 }
 
 fn flavor(debug: bool) -> Flavor {
@@ -363,4 +370,22 @@ fn run_cli(cli: Cli) -> Result<bool> {
         }
     }
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_scenarios;
+
+    #[test]
+    fn scenarios_are_a_comma_list_each_named_once() {
+        let names =
+            |s: &str| parse_scenarios(s).map(|v| v.0.iter().map(|s| s.name).collect::<Vec<_>>());
+        assert_eq!(names("probe"), Ok(vec!["probe"]));
+        assert_eq!(names("modules,boot"), Ok(vec!["modules", "boot"]));
+        let twice = names("boot,probe,boot").unwrap_err();
+        assert!(twice.contains("`boot` is named twice"), "{twice}");
+        let unknown = names("boot,nope").unwrap_err();
+        assert!(unknown.contains("unknown scenario `nope`"), "{unknown}");
+        assert!(names("boot,").is_err(), "an empty name is no scenario");
+    }
 }
