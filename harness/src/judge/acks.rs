@@ -3,11 +3,15 @@
 //! since its last RESET in that probe. The driver's `step irq_count`
 //! compares IRQ_COUNT with its own handler's count; this holds the same
 //! two numbers as the device logged them, so a handler that acknowledged
-//! twice, or not at all, fails whatever the driver prints.
+//! twice, or not at all, fails whatever the driver prints. And each ack by
+//! value: every INT_ACK a binding wrote clears exactly the INT_STATUS bits
+//! that binding read just before it, as the device logged both.
 
 use crate::guest::device::{Access, Class, Kind, Region};
 use crate::judge::accounting::{Ended, Probe};
-use regmap::reg::{INT_ACK, IRQ_COUNT, RESET};
+use crate::judge::dma::ClaimSeqs;
+use crate::judge::driver::Actor;
+use regmap::reg::{INT_ACK, INT_STATUS, IRQ_COUNT, RESET};
 
 /// Whether `a` is a BAR0 access of `kind` to register `offset`.
 fn is(a: &Access, kind: Kind, offset: u64) -> bool {
@@ -43,6 +47,59 @@ pub fn irq_count_is_acks(probes: &[Probe], servers: &[&[Access]]) -> Result<usiz
                         a.seq,
                         a.value.map_or("nothing".into(), |v| v.to_string())
                     ));
+                }
+            }
+        }
+    }
+    Ok(checked)
+}
+
+/// Every INT_ACK write of a driver binding (`history`'s actors, `seqs` the accounting's match of
+/// their reports to device accesses) must write exactly the value of the binding's last
+/// INT_STATUS read before it, and each read is acknowledged at most once: a handler that acks
+/// other bits than it read (a constant, a mask too wide or too narrow) leaves a source latched or
+/// clears one it never saw. Both values are the device's own record. Returns the acks checked.
+pub fn acks_are_status_read(
+    history: &[Actor],
+    seqs: &ClaimSeqs,
+    servers: &[&[Access]],
+) -> Result<usize, String> {
+    let mut checked = 0;
+    let mut binding = 0;
+    for (actor, matched) in history.iter().zip(seqs) {
+        let Actor::Driver(_) = actor else { continue };
+        binding += 1;
+        let mut mine: Vec<(usize, u64)> = matched.iter().flatten().copied().collect();
+        mine.sort_unstable();
+        // The INT_STATUS read not yet acknowledged, if any.
+        let mut pending: Option<&Access> = None;
+        for (server, seq) in mine {
+            let log = servers.get(server).copied().unwrap_or_default();
+            let Ok(i) = log.binary_search_by_key(&seq, |a| a.seq) else {
+                continue;
+            };
+            let a = &log[i];
+            if is(a, Kind::Read, INT_STATUS) {
+                pending = Some(a);
+            } else if is(a, Kind::Write, INT_ACK) {
+                checked += 1;
+                let wrote = a.value.unwrap_or_default();
+                match pending.take() {
+                    Some(r) if r.value == Some(wrote) => {}
+                    Some(r) => {
+                        return Err(format!(
+                            "binding {binding}: INT_ACK write #{} wrote {wrote:#x}, but the INT_STATUS read #{} before it answered {:#x}: the handler acknowledged other bits than it read",
+                            a.seq,
+                            r.seq,
+                            r.value.unwrap_or_default()
+                        ))
+                    }
+                    None => {
+                        return Err(format!(
+                            "binding {binding}: INT_ACK write #{} wrote {wrote:#x} with no INT_STATUS read of its own since the last ack: it acknowledged bits it never read",
+                            a.seq
+                        ))
+                    }
                 }
             }
         }
@@ -126,6 +183,69 @@ mod tests {
         l[5].fault = None;
         l[5].class = Class::Removed;
         assert_eq!(irq_count_is_acks(&span(&l), &[&l]), Ok(0));
+    }
+
+    /// One driver binding whose reports matched every access of `l`.
+    fn driver_of(l: &[Access]) -> (Vec<Actor>, ClaimSeqs) {
+        let history = vec![Actor::Driver(Default::default())];
+        (history, vec![l.iter().map(|a| Some((0, a.seq))).collect()])
+    }
+
+    #[test]
+    fn each_ack_writes_the_status_it_read() {
+        // The probe's reads at 0x30 are INT_STATUS, each answered 0x4 and acked 0x4.
+        let l = probe(10, 10);
+        let (h, seqs) = driver_of(&l[1..]);
+        assert_eq!(acks_are_status_read(&h, &seqs, &[&l]), Ok(10));
+        // An ack before any read of the binding's own fails.
+        let (h, all) = driver_of(&l);
+        assert!(acks_are_status_read(&h, &all, &[&l]).is_err());
+        // User space's accesses are not the driver's: nothing checked.
+        let user = vec![Actor::User(crate::guest::device::Claimed {
+            kind: Kind::Write,
+            region: "bar0".into(),
+            offset: INT_ACK,
+            size: 4,
+            value: 4,
+        })];
+        assert_eq!(acks_are_status_read(&user, &seqs, &[&l]), Ok(0));
+    }
+
+    #[test]
+    fn an_ack_of_other_bits_than_read_fails() {
+        // Read 0x4 (SOFT), acked 0x7 (every source): the lie a constant mask tells.
+        let l = vec![
+            access(1, "read", INT_STATUS, 4),
+            access(2, "write", INT_ACK, 7),
+        ];
+        let (h, seqs) = driver_of(&l);
+        let e = acks_are_status_read(&h, &seqs, &[&l]).unwrap_err();
+        assert!(
+            e.contains("binding 1: INT_ACK write #2 wrote 0x7, but the INT_STATUS read #1 before it answered 0x4"),
+            "{e}"
+        );
+        // Acked twice for one read.
+        let l = vec![
+            access(1, "read", INT_STATUS, 4),
+            access(2, "write", INT_ACK, 4),
+            access(3, "write", INT_ACK, 4),
+        ];
+        let (h, seqs) = driver_of(&l);
+        let e = acks_are_status_read(&h, &seqs, &[&l]).unwrap_err();
+        assert!(
+            e.contains("INT_ACK write #3 wrote 0x4 with no INT_STATUS read"),
+            "{e}"
+        );
+        // The device's record decides, not the order of the reports.
+        let l = vec![
+            access(1, "read", INT_STATUS, 1),
+            access(2, "write", INT_ACK, 1),
+            access(3, "read", INT_STATUS, 4),
+            access(4, "write", INT_ACK, 4),
+        ];
+        let (h, mut seqs) = driver_of(&l);
+        seqs[0].reverse();
+        assert_eq!(acks_are_status_read(&h, &seqs, &[&l]), Ok(2));
     }
 
     #[test]

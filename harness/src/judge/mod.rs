@@ -639,6 +639,7 @@ fn judge_sweep(
     }
     let quiesced = config::quiesced(&n.ended, &logs(device))?;
     let irq_counts = acks::irq_count_is_acks(&n.probes, &logs(device))?;
+    let acks = acks::acks_are_status_read(&history, &n.seqs, &logs(device))?;
     let seen = oracle_check(c, &history, device)?;
     n.dma = dma::check(&history, &n, device, dma::behind_iommu(&c.lines))?;
     let seen = format!("{seen}{}", n.dma.summary());
@@ -661,7 +662,7 @@ fn judge_sweep(
         .filter_map(|p| p.probe_ms)
         .fold(0.0, f64::max);
     let summary = format!(
-        ", sweep: {} points ({}), each struck where asked by the device's log, each faulted binding ended cleanly and the next clean one bound with all {} accesses; outcomes: {}; slowest faulted probe {slowest:.0} ms; {} bindings accounted for ({} accesses, {} worker reads, {} reported after their device server died, which only the MMIO oracle saw), {quiesced} ended with bus mastering and MSI off, {irq_counts} IRQ_COUNT reads equal to the acks{seen}",
+        ", sweep: {} points ({}), each struck where asked by the device's log, each faulted binding ended cleanly and the next clean one bound with all {} accesses; outcomes: {}; slowest faulted probe {slowest:.0} ms; {} bindings accounted for ({} accesses, {} worker reads, {} reported after their device server died, which only the MMIO oracle saw), {quiesced} ended with bus mastering and MSI off, {irq_counts} IRQ_COUNT reads equal to the acks, {acks} INT_ACK writes each equal to the INT_STATUS read before it{seen}",
         results.len(),
         crate::sweep::cmdline(&points)
             .trim_start_matches("pcirig.points=")
@@ -746,6 +747,7 @@ fn judge_driver(
     let mut n = accounting::account(&history, &logs(device))?;
     let quiesced = config::quiesced(&n.ended, &logs(device))?;
     let irq_counts = acks::irq_count_is_acks(&n.probes, &logs(device))?;
+    let acks = acks::acks_are_status_read(&history, &n.seqs, &logs(device))?;
     let seen = oracle_check(c, &history, device)?;
     n.dma = dma::check(&history, &n, device, dma::behind_iommu(&c.lines))?;
     let seen = format!(
@@ -789,6 +791,11 @@ fn judge_driver(
     if irq_counts > 0 {
         summary.push_str(&format!(
             ", each of the {irq_counts} IRQ_COUNT reads equal to the INT_ACK writes the device saw"
+        ));
+    }
+    if acks > 0 {
+        summary.push_str(&format!(
+            ", each of the {acks} INT_ACK writes equal to the INT_STATUS bits the binding read before it"
         ));
     }
     if quiesced > 0 {
