@@ -8,6 +8,7 @@ pub mod guest;
 pub mod host;
 pub mod judge;
 pub mod kernel;
+pub mod mutate;
 pub mod run;
 pub mod scenario;
 pub mod sweep;

@@ -101,6 +101,31 @@ enum Cmd {
         #[arg(long, value_name = "SEED", conflicts_with = "sweep_point")]
         sweep_seed: Option<u64>,
     },
+    /// Plant each mutant of harness/mutants.toml (a small realistic bug in one of our
+    /// modules) in a scratch copy, build it, boot the scenarios it names and say whether the
+    /// rig caught it; writes target/pci-rig/<run-id>/mutate.json and the score.
+    Mutate {
+        /// One arch (the mutants' scenarios run there).
+        #[arg(long, default_value = "x86_64", value_parser = parse_arch)]
+        arch: Arch,
+        /// Only these mutants, by name (comma list).
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
+        /// A seeded sample of N mutants (with --seed; default seed: new each run, printed).
+        #[arg(long, value_name = "N")]
+        sample: Option<usize>,
+        #[arg(long, requires = "sample")]
+        seed: Option<u64>,
+        /// Boots at once (default: three times the CPUs).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        jobs: Option<u32>,
+        /// Do not boot the clean tree through the mutants' scenarios first.
+        #[arg(long)]
+        no_clean: bool,
+        /// List the catalog and exit.
+        #[arg(long)]
+        list: bool,
+    },
     /// Measure turnaround, MMIO and unbind cost side by side; writes
     /// target/pci-rig/bench/<run-id>/bench.json and bench.svg.
     Bench {
@@ -243,7 +268,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 ..flavor(debug)
             };
             for a in arch.0 {
-                let p = run::prepare(&paths, &tc, a, &flavor, &out, kernel == Line::Lts)?;
+                let p = run::prepare(&paths, &tc, a, &flavor, &out, kernel == Line::Lts, None)?;
                 eprintln!("build: {a}: {} + {}", p.image.display(), p.initrd.display());
             }
         }
@@ -312,6 +337,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
                     |j| j as usize,
                 ),
                 sweep: plan,
+                modules: None,
             };
             return run::test(&paths, &opts);
         }
@@ -351,6 +377,50 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 matrix: !no_matrix,
             };
             return bench::bench(&paths, &opts);
+        }
+        Cmd::Mutate {
+            arch,
+            only,
+            sample,
+            seed,
+            jobs,
+            no_clean,
+            list,
+        } => {
+            if list {
+                for m in harness::mutate::catalog(&paths.root)? {
+                    println!(
+                        "{:<28} {:<22} {} ({})",
+                        m.name,
+                        m.class,
+                        m.file,
+                        m.scenarios.join(", ")
+                    );
+                }
+                return Ok(true);
+            }
+            let sample = sample.map(|n| {
+                let seed = seed.unwrap_or_else(|| {
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_nanos() as u64 % 1_000_000)
+                });
+                eprintln!(
+                    "mutate: sample of {n}, seed {seed} (replay: --sample {n} --seed {seed})"
+                );
+                (n, seed)
+            });
+            let opts = harness::mutate::MutateOptions {
+                arch,
+                only,
+                sample,
+                jobs: jobs.map_or_else(
+                    || 3 * std::thread::available_parallelism().map_or(1, usize::from),
+                    |j| j as usize,
+                ),
+                clean_first: !no_clean,
+            };
+            return harness::mutate::mutate(&paths, &opts);
         }
         Cmd::Regs { check } => {
             let gen = if check {

@@ -575,6 +575,7 @@ fn oracle_cost(
                     repeat: 1,
                     jobs: 1,
                     sweep: crate::sweep::Plan::All,
+                    modules: None,
                 },
                 &sub,
             )?;
@@ -687,6 +688,7 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
             // One arch at a time: figures from a machine running nothing else.
             jobs: 1,
             sweep: crate::sweep::Plan::All,
+            modules: None,
         },
         &dir,
     )?;
@@ -749,6 +751,7 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
             repeat: opts.guest_runs,
             jobs: 1,
             sweep: crate::sweep::Plan::All,
+            modules: None,
         },
         &sub,
     )?;
@@ -790,6 +793,7 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
             repeat: 1,
             jobs: 1,
             sweep: crate::sweep::Plan::Points(points.clone()),
+            modules: None,
         },
         &sub,
     )?;

@@ -84,6 +84,8 @@ pub fn setup(paths: &Paths, arches: &[Arch]) -> Result<Toolchain> {
 
 /// Builds the kernel (and our driver, when `with_driver`) and writes an
 /// initramfs into `out` (the run folder, so concurrent runs never share one).
+/// `modules`: where the out-of-tree modules' sources are (`guest-kernel`
+/// unless a mutant's copy, [`TestOptions::modules`]).
 pub fn prepare(
     paths: &Paths,
     tc: &Toolchain,
@@ -91,13 +93,14 @@ pub fn prepare(
     flavor: &Flavor,
     out: &Path,
     with_driver: bool,
+    modules: Option<&Path>,
 ) -> Result<Prepared> {
     let tree = kernel::lock(paths, arch, flavor)?;
     let kernel = kernel::build(paths, tc, &tree, flavor)?;
     let lts = flavor.line == kernel::Line::Lts;
     let in_tree = if lts { MODULES } else { MAINLINE_MODULES };
+    let guest = modules.map_or_else(|| paths.root.join("guest-kernel"), Path::to_path_buf);
     let mut modules: Vec<PathBuf> = in_tree.iter().map(|m| kernel.module(m)).collect();
-    let guest = paths.root.join("guest-kernel");
     // The driver, its benchmarking sibling (loaded only by `bench`) and the
     // platform modules build in copies of their own: all at once. On
     // mainline, the driver and bench module are their ports to upstream's API.
@@ -207,7 +210,7 @@ fn platform_modules(
 pub fn interactive(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<()> {
     let tc = provision::ensure(paths, &[arch])?;
     let run_dir = new_run_dir(paths)?;
-    let p = prepare(paths, &tc, arch, flavor, &run_dir, true)?;
+    let p = prepare(paths, &tc, arch, flavor, &run_dir, true, None)?;
     let bin = device::build_server(paths)?;
     let dir = boot_dir(&run_dir.join(format!("{arch}-shell")))?;
     let server = DeviceServer::start(&bin, &dir, &qemu::socket_dir(&dir)?)?;
@@ -958,6 +961,9 @@ pub struct TestOptions {
     pub jobs: usize,
     /// The `sweep` scenario's points.
     pub sweep: crate::sweep::Plan,
+    /// Build the out-of-tree modules (driver, bench, platform) from this copy of
+    /// `guest-kernel` instead (`cargo xtask mutate`'s mutants).
+    pub modules: Option<PathBuf>,
 }
 
 /// `cargo xtask test`. Returns whether every verdict passed.
@@ -1195,6 +1201,7 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
                                 &t.flavor,
                                 dir,
                                 with_driver,
+                                opts.modules.as_deref(),
                             ));
                         }
                         schedule::Task::Run(job) => {

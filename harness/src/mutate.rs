@@ -1,0 +1,462 @@
+//! `cargo xtask mutate`: the rig measuring itself. Each mutant is one small,
+//! realistic bug (a wrong ack, a step left out, a wrong order at unbind) in a
+//! module of ours, written as data in `harness/mutants.toml`: the file, the
+//! exact text and what replaces it, the scenarios that should catch it, the
+//! class of bug. Each is laid into a scratch copy of `guest-kernel`'s module
+//! sources under the run's folder (the working tree is never written), built
+//! and booted through the same board as `cargo xtask test`, and judged:
+//! caught (a named scenario failed, for a reason other than the build),
+//! survived (all passed: a blind spot of the rig, named), or unviable (it did
+//! not build, or built with a warning: counted apart, never as caught).
+
+use crate::arch::Arch;
+use crate::run::{self, report::Outcome, TestOptions};
+use crate::scenario::{self, Scenario};
+use crate::verdict::Verdict;
+use crate::Paths;
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The catalog, relative to the checkout.
+pub const CATALOG: &str = "harness/mutants.toml";
+
+/// The module folders of `guest-kernel` a mutant may change (the out-of-tree
+/// modules; the kernel overlay's mutants need a kernel build of their own).
+pub const MODULE_DIRS: &[&str] = &["driver", "driver-mainline", "bench", "platform"];
+
+/// One hand-written mutant.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Mutant {
+    /// Stable and unique: `--only NAME` runs it again.
+    pub name: String,
+    /// The class of bug, e.g. "wrong ack", "missing step", "order at unbind".
+    pub class: String,
+    /// Relative to the checkout, under `guest-kernel/<one of MODULE_DIRS>/`.
+    pub file: String,
+    /// Exact text, found exactly once in `file`.
+    pub find: String,
+    pub replace: String,
+    /// The scenarios that should catch it.
+    pub scenarios: Vec<String>,
+    /// What a real author would have meant, and what the bug does.
+    pub why: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Catalog {
+    mutant: Vec<Mutant>,
+}
+
+/// Reads and checks the catalog: names unique, scenarios known, each
+/// mutant's file one of the module folders' and its text there exactly once.
+pub fn catalog(root: &Path) -> Result<Vec<Mutant>> {
+    let path = root.join(CATALOG);
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let c: Catalog =
+        toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    for (i, m) in c.mutant.iter().enumerate() {
+        let at = || format!("{}: mutant `{}`", CATALOG, m.name);
+        if c.mutant[..i].iter().any(|o| o.name == m.name) {
+            bail!("{}: the name is used twice", at());
+        }
+        if m.scenarios.is_empty() {
+            bail!("{}: names no scenario that should catch it", at());
+        }
+        for s in &m.scenarios {
+            scenario::find(s).map_err(|e| anyhow::anyhow!("{}: {e}", at()))?;
+        }
+        module_dir(&m.file).with_context(at)?;
+        let source = std::fs::read_to_string(root.join(&m.file))
+            .with_context(|| format!("{}: reading {}", at(), m.file))?;
+        let n = source.matches(&m.find).count();
+        if n != 1 {
+            bail!(
+                "{}: its `find` text occurs {n} times in {} (it must occur exactly once: quote more of the line around it)",
+                at(),
+                m.file
+            );
+        }
+        if m.find == m.replace {
+            bail!("{}: `replace` is its `find`: no change", at());
+        }
+    }
+    Ok(c.mutant)
+}
+
+/// The module folder under `guest-kernel/` that `file` is in.
+fn module_dir(file: &str) -> Result<&str> {
+    let rest = file
+        .strip_prefix("guest-kernel/")
+        .context("the file must be under guest-kernel/")?;
+    let dir = rest.split('/').next().unwrap_or("");
+    MODULE_DIRS
+        .iter()
+        .copied()
+        .find(|d| *d == dir)
+        .with_context(|| {
+            format!(
+                "{file} is not in a module folder this command can rebuild alone ({})",
+                MODULE_DIRS.join(", ")
+            )
+        })
+}
+
+/// Copies `guest-kernel`'s module folders from `root` into `scratch` and lays
+/// `m` over its file. Returns the scratch `guest-kernel`.
+pub fn lay(root: &Path, scratch: &Path, m: &Mutant) -> Result<PathBuf> {
+    let guest = scratch.join("guest-kernel");
+    for dir in MODULE_DIRS {
+        copy_dir(&root.join("guest-kernel").join(dir), &guest.join(dir))?;
+    }
+    let file = scratch.join(&m.file);
+    let source = std::fs::read_to_string(&file)?;
+    std::fs::write(&file, source.replacen(&m.find, &m.replace, 1))?;
+    Ok(guest)
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let e = e?;
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        if e.file_type()?.is_dir() {
+            copy_dir(&src, &dst)?;
+        } else {
+            std::fs::copy(&src, &dst).with_context(|| format!("copying {}", src.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// What became of a mutant.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "fate", rename_all = "snake_case")]
+pub enum Fate {
+    /// A named scenario failed: the first one's name and reason.
+    Caught { scenario: String, reason: String },
+    /// Every named scenario passed.
+    Survived { passed: Vec<String> },
+    /// It did not build (or built with a warning).
+    Unviable { why: String },
+}
+
+/// How the build of a mutant's module fails every scenario that needs it
+/// (`run`'s words).
+const NOT_BUILT: &str = "the driver did not build";
+
+/// A mutant's fate from its scenarios' outcomes.
+pub fn fate(outcomes: &[Outcome]) -> Fate {
+    if let Some(o) = outcomes.iter().find(|o| o.reason.starts_with(NOT_BUILT)) {
+        return Fate::Unviable {
+            why: o.reason.lines().take(6).collect::<Vec<_>>().join("\n"),
+        };
+    }
+    match outcomes.iter().find(|o| o.verdict == Verdict::Fail) {
+        Some(o) => Fate::Caught {
+            scenario: format!("{} {}", o.arch, o.scenario),
+            reason: o.reason.lines().next().unwrap_or("").to_string(),
+        },
+        None => Fate::Survived {
+            passed: outcomes
+                .iter()
+                .filter(|o| o.verdict == Verdict::Pass)
+                .map(|o| format!("{} {}", o.arch, o.scenario))
+                .collect(),
+        },
+    }
+}
+
+/// One mutant's line in `mutate.json`.
+#[derive(Serialize)]
+pub struct Judged {
+    #[serde(flatten)]
+    pub mutant: Mutant,
+    #[serde(flatten)]
+    pub fate: Fate,
+    pub duration_s: f64,
+}
+
+/// Caught, survived and unviable counts, and the score: caught over caught
+/// and survived (unviable ones are no evidence either way).
+pub fn score(judged: &[Judged]) -> (usize, usize, usize, f64) {
+    let count = |f: fn(&Fate) -> bool| judged.iter().filter(|j| f(&j.fate)).count();
+    let caught = count(|f| matches!(f, Fate::Caught { .. }));
+    let survived = count(|f| matches!(f, Fate::Survived { .. }));
+    let unviable = count(|f| matches!(f, Fate::Unviable { .. }));
+    let viable = caught + survived;
+    let score = if viable == 0 {
+        0.0
+    } else {
+        caught as f64 / viable as f64
+    };
+    (caught, survived, unviable, score)
+}
+
+pub struct MutateOptions {
+    pub arch: Arch,
+    /// Run only these (by name).
+    pub only: Vec<String>,
+    /// Run a seeded sample of this many.
+    pub sample: Option<(usize, u64)>,
+    pub jobs: usize,
+    /// Boot the clean modules first through every scenario the mutants name.
+    pub clean_first: bool,
+}
+
+/// The mutants `opts` picks from `all`, in catalog order.
+pub fn pick(all: Vec<Mutant>, opts: &MutateOptions) -> Result<Vec<Mutant>> {
+    for name in &opts.only {
+        if !all.iter().any(|m| &m.name == name) {
+            let names: Vec<&str> = all.iter().map(|m| m.name.as_str()).collect();
+            bail!(
+                "no mutant `{name}` in {CATALOG}; its mutants: {}",
+                names.join(", ")
+            );
+        }
+    }
+    let mut chosen: Vec<Mutant> = all
+        .into_iter()
+        .filter(|m| opts.only.is_empty() || opts.only.contains(&m.name))
+        .collect();
+    if let Some((n, seed)) = opts.sample {
+        // A small xorshift over the seed: the same seed picks the same mutants, in catalog order.
+        let mut x = seed | 1;
+        let mut keyed: Vec<(u64, usize)> = (0..chosen.len())
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x, i)
+            })
+            .collect();
+        keyed.sort_unstable();
+        let mut kept: Vec<usize> = keyed.iter().take(n).map(|(_, i)| *i).collect();
+        kept.sort_unstable();
+        chosen = kept.into_iter().map(|i| chosen[i].clone()).collect();
+    }
+    Ok(chosen)
+}
+
+fn scenarios_of(m: &Mutant) -> Vec<&'static Scenario> {
+    m.scenarios
+        .iter()
+        .filter_map(|s| scenario::find(s).ok())
+        .collect()
+}
+
+/// The options of one boot round: `scenarios` on `opts.arch`, modules from `modules`.
+fn test_options(
+    opts: &MutateOptions,
+    scenarios: Vec<&'static Scenario>,
+    modules: Option<PathBuf>,
+) -> TestOptions {
+    TestOptions {
+        arches: vec![opts.arch],
+        mainline_arches: vec![opts.arch],
+        scenarios,
+        flavor: Default::default(),
+        unit_tests: false,
+        repeat: 1,
+        jobs: opts.jobs,
+        sweep: crate::sweep::Plan::Sample(1),
+        modules,
+    }
+}
+
+/// `cargo xtask mutate`. Returns whether every mutant was caught.
+pub fn mutate(paths: &Paths, opts: &MutateOptions) -> Result<bool> {
+    let mutants = pick(catalog(&paths.root)?, opts)?;
+    let dir = run::new_run_dir(paths)?;
+    eprintln!(
+        "mutate: {} mutants on {}; results in {}",
+        mutants.len(),
+        opts.arch,
+        dir.display()
+    );
+    if opts.clean_first {
+        let mut all: Vec<&'static Scenario> = Vec::new();
+        for s in mutants.iter().flat_map(scenarios_of) {
+            if !all.iter().any(|a| a.name == s.name) {
+                all.push(s);
+            }
+        }
+        let clean = dir.join("clean");
+        std::fs::create_dir_all(&clean)?;
+        let outcomes = run::scenarios(paths, &test_options(opts, all, None), &clean)?;
+        if let Some(o) = outcomes.iter().find(|o| o.verdict == Verdict::Fail) {
+            bail!(
+                "the clean tree fails {} {} already, so no mutant can be judged by it: {}",
+                o.arch,
+                o.scenario,
+                o.reason.lines().next().unwrap_or("")
+            );
+        }
+    }
+    let mut judged = Vec::new();
+    for m in &mutants {
+        let scratch = dir.join("mutants").join(&m.name);
+        let guest = lay(&paths.root, &scratch, m)?;
+        let t = std::time::Instant::now();
+        let outcomes = run::scenarios(
+            paths,
+            &test_options(opts, scenarios_of(m), Some(guest)),
+            &scratch,
+        )?;
+        let fate = fate(&outcomes);
+        eprintln!("mutate: {}: {}", m.name, describe(&fate));
+        judged.push(Judged {
+            mutant: m.clone(),
+            fate,
+            duration_s: t.elapsed().as_secs_f64(),
+        });
+    }
+    let json = dir.join("mutate.json");
+    let (caught, survived, unviable, score) = score(&judged);
+    std::fs::write(
+        &json,
+        serde_json::to_string_pretty(&serde_json::json!({
+            "arch": opts.arch.name(),
+            "caught": caught,
+            "survived": survived,
+            "unviable": unviable,
+            "score": score,
+            "mutants": judged,
+        }))?,
+    )?;
+    println!("\n{}", table(&judged));
+    println!(
+        "score: {caught} caught of {} viable ({:.0} %), {survived} survived, {unviable} unviable; report: {}",
+        caught + survived,
+        100.0 * score,
+        json.display()
+    );
+    Ok(survived == 0 && unviable == 0)
+}
+
+fn describe(f: &Fate) -> String {
+    match f {
+        Fate::Caught { scenario, reason } => format!("caught by {scenario}: {reason}"),
+        Fate::Survived { passed } => format!("SURVIVED ({} passed)", passed.join(", ")),
+        Fate::Unviable { why } => format!("unviable: {}", why.lines().next().unwrap_or("")),
+    }
+}
+
+/// One line per mutant: name, class, fate, by what.
+pub fn table(judged: &[Judged]) -> String {
+    let mut out = format!("{:<30} {:<22} {:<9} by\n", "mutant", "class", "fate");
+    for j in judged {
+        let (fate, by) = match &j.fate {
+            Fate::Caught { scenario, reason } => {
+                let reason: String = reason.chars().take(90).collect();
+                ("caught", format!("{scenario}: {reason}"))
+            }
+            Fate::Survived { passed } => ("SURVIVED", format!("passed {}", passed.join(", "))),
+            Fate::Unviable { .. } => ("unviable", String::new()),
+        };
+        out.push_str(&format!(
+            "{:<30} {:<22} {:<9} {by}\n",
+            j.mutant.name, j.mutant.class, fate
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(scenario: &str, verdict: Verdict, reason: &str) -> Outcome {
+        Outcome {
+            arch: "x86_64".into(),
+            scenario: scenario.into(),
+            verdict,
+            duration_s: 1.0,
+            log: String::new(),
+            reason: reason.into(),
+            timings: Default::default(),
+            findings: Default::default(),
+        }
+    }
+
+    #[test]
+    fn the_catalog_parses_and_every_mutant_applies_once() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let all = catalog(root).unwrap();
+        assert!(all.len() >= 10, "{} mutants", all.len());
+        let scratch = std::env::temp_dir().join(format!("pci-rig-mutate-{}", std::process::id()));
+        let m = &all[0];
+        let guest = lay(root, &scratch, m).unwrap();
+        let laid = std::fs::read_to_string(scratch.join(&m.file)).unwrap();
+        assert!(laid.contains(&m.replace) && guest.join("driver/Kbuild").exists());
+        // The working tree is untouched.
+        let ours = std::fs::read_to_string(root.join(&m.file)).unwrap();
+        assert!(ours.contains(&m.find));
+        std::fs::remove_dir_all(&scratch).unwrap();
+    }
+
+    #[test]
+    fn a_mutant_outside_the_module_folders_or_not_found_once_is_refused() {
+        assert!(module_dir("guest-kernel/driver/pci_rig.rs").is_ok());
+        let e = module_dir("guest-kernel/rust/kernel/io.rs").unwrap_err();
+        assert!(format!("{e:#}").contains("not in a module folder"), "{e:#}");
+        assert!(module_dir("harness/src/lib.rs").is_err());
+    }
+
+    #[test]
+    fn fates_follow_the_outcomes() {
+        let built_not = outcome(
+            "probe",
+            Verdict::Fail,
+            "the driver did not build: error[E0308]",
+        );
+        assert!(matches!(fate(&[built_not]), Fate::Unviable { .. }));
+        let caught = fate(&[
+            outcome("probe", Verdict::Pass, "ok"),
+            outcome("unbind", Verdict::Fail, "binding 1: INT_ACK write #9\nmore"),
+        ]);
+        assert_eq!(
+            caught,
+            Fate::Caught {
+                scenario: "x86_64 unbind".into(),
+                reason: "binding 1: INT_ACK write #9".into()
+            }
+        );
+        let survived = fate(&[outcome("probe", Verdict::Pass, "ok")]);
+        assert_eq!(
+            survived,
+            Fate::Survived {
+                passed: vec!["x86_64 probe".into()]
+            }
+        );
+    }
+
+    #[test]
+    fn a_seeded_sample_is_the_same_for_the_same_seed() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let opts = |seed| MutateOptions {
+            arch: Arch::X86_64,
+            only: vec![],
+            sample: Some((3, seed)),
+            jobs: 1,
+            clean_first: false,
+        };
+        let names = |seed| -> Vec<String> {
+            pick(catalog(root).unwrap(), &opts(seed))
+                .unwrap()
+                .into_iter()
+                .map(|m| m.name)
+                .collect()
+        };
+        assert_eq!(names(7).len(), 3);
+        assert_eq!(names(7), names(7));
+        let only = MutateOptions {
+            only: vec!["no-such".into()],
+            ..opts(1)
+        };
+        assert!(pick(catalog(root).unwrap(), &only).is_err());
+    }
+}
