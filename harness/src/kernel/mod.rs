@@ -8,6 +8,7 @@
 
 pub mod build_errors;
 pub mod kconfig;
+mod layouts;
 pub mod modcheck;
 pub mod module;
 mod replay;
@@ -723,6 +724,21 @@ pub fn build(paths: &Paths, tc: &Toolchain, tree: &Tree, flavor: &Flavor) -> Res
     run_make(cmd, &log, &format!("kernel {arch}"))?;
     let ours = std::fs::read_to_string(src.parent().unwrap().join("overlay-manifest"))?;
     refuse_our_warnings(&log, &ours, &src, &format!("kernel {arch}"))?;
+    let checked = Instant::now();
+    // As make runs bindgen: its libclang, and the rustfmt it formats with.
+    let env = [
+        (
+            "LIBCLANG_PATH".to_string(),
+            flavor.line.libclang().to_string(),
+        ),
+        ("RUSTFMT".to_string(), "/usr/bin/rustfmt".to_string()),
+    ];
+    let asserted = layouts::check(&build, &env)
+        .with_context(|| format!("kernel {arch}: checking bindgen's layouts"))?;
+    eprintln!(
+        "kernel {arch}: {asserted} bindgen layouts (sizes, alignments, offsets) agree with the C compiler's ({:.1} s)",
+        checked.elapsed().as_secs_f64()
+    );
     std::fs::write(&stamp, inputs)?;
     eprintln!(
         "kernel {arch}: up to date in {:.1} s, {} objects ({})",
