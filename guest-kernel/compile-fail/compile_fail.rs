@@ -19,6 +19,9 @@
 //!   E0308;
 //! - `dma_kept_past_binding`: a worker keeps DMA memory beyond the guard of its `Devres`, which
 //!   is all that holds off its release when the binding ends, E0597;
+//! - `revoke_in_guard`: `Revocable::revoke` called while a guard of the same revocable is held
+//!   (the grace period would wait for this thread's own read-side section, or on a kernel whose
+//!   sections do not count, end and leave the guard dangling): `revoke` is `unsafe`, E0133;
 //! - `warns`: an unused variable: a warning fails the build, and fails every rebuild of the
 //!   same source (make would find the objects up to date and print nothing).
 
@@ -54,6 +57,13 @@ impl Kept {
         #[cfg(dma_unbound)]
         let _dma =
             kernel::dma::CoherentAllocation::<u8>::alloc(self.pdev.as_ref(), 16, GFP_KERNEL)?;
+        #[cfg(revoke_in_guard)]
+        {
+            let r = KBox::pin_init(kernel::revocable::Revocable::new(1u32), GFP_KERNEL)?;
+            let guard = r.try_access().ok_or(ENXIO)?;
+            r.revoke();
+            dev_info!(self.pdev, "still {}\n", *guard);
+        }
         #[cfg(warns)]
         let unused = 0;
         dev_info!(self.pdev, "kept {}\n", self.bar.try_access().is_some());

@@ -560,7 +560,10 @@ unsafe extern "C" fn devres_release<T: Send + 'static>(
             // period has elapsed since, so no access is in progress or can start.
             unsafe { inner.data.revoke_nosync() };
         } else {
-            inner.data.revoke();
+            // SAFETY: The driver core calls release functions from the device's unbind or
+            // release, in process context outside any RCU read-side critical section: this
+            // thread holds no guard.
+            unsafe { inner.data.revoke() };
         }
     });
 }

@@ -46,7 +46,8 @@ use core::{
 ///
 /// let r = KBox::pin_init(Revocable::new(42u32), GFP_KERNEL)?;
 /// assert_eq!(r.try_access().map(|v| *v), Some(42));
-/// assert!(r.revoke());
+/// // SAFETY: The guard above is gone; this thread holds none.
+/// assert!(unsafe { r.revoke() });
 /// assert!(r.try_access().is_none());
 /// # Ok::<(), Error>(())
 /// ```
@@ -131,7 +132,8 @@ use core::{
 ///     // The reader holds its guard right now, as `revoke()` begins.
 ///     let holding = seen.held && seen.drops_at_release.is_none();
 ///     drop(seen);
-///     assert!(shared.res.revoke());
+///     // SAFETY: This thread holds no guard (the reader's is another thread's).
+///     assert!(unsafe { shared.res.revoke() });
 ///     assert_eq!(DROPS.load(Ordering::SeqCst), 1);
 ///     let mut seen = shared.seen.lock();
 ///     while !seen.done {
@@ -144,7 +146,8 @@ use core::{
 ///     drop(seen);
 ///     assert!(shared.res.try_access().is_none());
 ///     // Revoking again does nothing.
-///     assert!(!shared.res.revoke());
+///     // SAFETY: This thread holds no guard.
+///     assert!(!unsafe { shared.res.revoke() });
 ///     drop(shared);
 ///     assert_eq!(DROPS.load(Ordering::SeqCst), 1);
 ///     if holding {
@@ -249,7 +252,8 @@ impl<T> Revocable<T> {
     ///
     /// let a = KBox::pin_init(Revocable::new(1u32), GFP_KERNEL)?;
     /// let b = KBox::pin_init(Revocable::new(2u32), GFP_KERNEL)?;
-    /// b.revoke();
+    /// // SAFETY: No guard is held yet.
+    /// unsafe { b.revoke() };
     /// let guard = rcu::read_lock();
     /// assert_eq!(a.try_access_with_guard(&guard), Some(&1));
     /// assert_eq!(b.try_access_with_guard(&guard), None);
@@ -274,10 +278,19 @@ impl<T> Revocable<T> {
     /// revoked (and then does nothing).
     ///
     /// Might sleep (it waits for an RCU grace period), and says so to the kernel's sleep checks
-    /// (`might_sleep()`) even when it has nothing to do. It must not be called while this thread
-    /// holds a guard of any revocable, this one included: the guard is an RCU read-side critical
-    /// section, in which sleeping is not allowed, and the grace period would wait for the very
-    /// guard the thread is holding. Debug kernels (lockdep, `PROVE_RCU`) report such a call.
+    /// (`might_sleep()`) even when it has nothing to do. Debug kernels (lockdep, `PROVE_RCU`,
+    /// atomic-sleep checks) report a call made inside an RCU read-side critical section.
+    ///
+    /// # Safety
+    ///
+    /// The calling thread must hold no guard of any revocable (no [`RevocableGuard`], no
+    /// [`rcu::Guard`] that a [`Revocable::try_access_with_guard`] reference borrows): a guard is
+    /// an RCU read-side critical section, in which sleeping is not allowed, and the grace period
+    /// would wait for the very section the thread is in. With a guard of this revocable the
+    /// outcome is worse than a deadlock: on a kernel whose read-side sections do not count
+    /// (`PREEMPT_NONE`), the grace period may end, the value is dropped, and the guard still
+    /// dereferences it. Safe code cannot tell whether its thread holds a guard, so the caller
+    /// says so.
     ///
     /// # Examples
     ///
@@ -294,9 +307,11 @@ impl<T> Revocable<T> {
     /// }
     ///
     /// let r = KBox::pin_init(Revocable::new(Counted), GFP_KERNEL)?;
-    /// assert!(r.revoke());
+    /// // SAFETY: This thread holds no guard, here and below.
+    /// assert!(unsafe { r.revoke() });
     /// assert_eq!(DROPS.load(Ordering::SeqCst), 1);
-    /// assert!(!r.revoke());
+    /// // SAFETY: As above.
+    /// assert!(!unsafe { r.revoke() });
     /// drop(r);
     /// // Dropped exactly once although revoked twice and then dropped.
     /// assert_eq!(DROPS.load(Ordering::SeqCst), 1);
@@ -306,7 +321,7 @@ impl<T> Revocable<T> {
     /// assert_eq!(DROPS.load(Ordering::SeqCst), 2);
     /// # Ok::<(), Error>(())
     /// ```
-    pub fn revoke(&self) -> bool {
+    pub unsafe fn revoke(&self) -> bool {
         // SAFETY: `might_sleep()` only checks the calling context.
         unsafe { bindings::might_sleep() };
         if self.available.swap(false, Ordering::AcqRel) {

@@ -155,6 +155,13 @@ pub const MISTAKES: &[Mistake] = &[
         only: &[],
     },
     Mistake {
+        name: "Revocable::revoke with a guard of it held",
+        var: "REVOKE_IN_GUARD=y",
+        needles: &["E0133", "revoke"],
+        builds: 1,
+        only: &[],
+    },
+    Mistake {
         name: "a warning, built twice",
         var: "WARNS=y",
         needles: &["warning: unused variable"],
