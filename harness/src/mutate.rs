@@ -158,7 +158,7 @@ pub fn fate(outcomes: &[Outcome]) -> Fate {
     match outcomes.iter().find(|o| o.verdict == Verdict::Fail) {
         Some(o) => Fate::Caught {
             scenario: format!("{} {}", o.arch, o.scenario),
-            reason: o.reason.lines().next().unwrap_or("").to_string(),
+            reason: headline(&o.reason),
         },
         None => Fate::Survived {
             passed: outcomes
@@ -167,6 +167,17 @@ pub fn fate(outcomes: &[Outcome]) -> Fate {
                 .map(|o| format!("{} {}", o.arch, o.scenario))
                 .collect(),
         },
+    }
+}
+
+/// A reason's first line, with the next one when the first only announces it
+/// ("guest checks failed or skipped:").
+fn headline(reason: &str) -> String {
+    let mut lines = reason.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("").to_string();
+    match lines.next() {
+        Some(next) if first.ends_with(':') => format!("{first} {next}"),
+        _ => first,
     }
 }
 
@@ -423,6 +434,18 @@ mod tests {
             Fate::Caught {
                 scenario: "x86_64 unbind".into(),
                 reason: "binding 1: INT_ACK write #9".into()
+            }
+        );
+        let announced = fate(&[outcome(
+            "probe",
+            Verdict::Fail,
+            "guest checks failed or skipped:\n  not ok 3 irq # no interrupt\nmore",
+        )]);
+        assert_eq!(
+            announced,
+            Fate::Caught {
+                scenario: "x86_64 probe".into(),
+                reason: "guest checks failed or skipped: not ok 3 irq # no interrupt".into()
             }
         );
         let survived = fate(&[outcome("probe", Verdict::Pass, "ok")]);

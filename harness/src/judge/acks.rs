@@ -11,7 +11,7 @@ use crate::guest::device::{Access, Class, Kind, Region};
 use crate::judge::accounting::{Ended, Probe};
 use crate::judge::dma::ClaimSeqs;
 use crate::judge::driver::Actor;
-use regmap::reg::{INT_ACK, INT_STATUS, IRQ_COUNT, RESET};
+use regmap::reg::{INT_ACK, INT_ENABLE, INT_STATUS, IRQ_COUNT, RESET};
 
 /// Whether `a` is a BAR0 access of `kind` to register `offset`.
 fn is(a: &Access, kind: Kind, offset: u64) -> bool {
@@ -103,6 +103,54 @@ pub fn acks_are_status_read(
                 }
             }
         }
+    }
+    Ok(checked)
+}
+
+/// Every binding that ended left the device's interrupt sources off: by the
+/// device's log of that binding's span (its probe's first access to its last),
+/// INT_ENABLE's last write was 0 or a RESET (which clears it) came after it. A
+/// remove() that forgets to quiesce the device leaves it raising interrupts
+/// (and running operations) after the binding, and its handler, are gone. A
+/// RESET written to a device that is gone counts: the binding tried. Spans a
+/// `die` fault cut short are not judged (the server logged nothing after).
+/// Returns how many bindings were checked.
+pub fn interrupts_off_at_end(
+    probes: &[Probe],
+    ended: &[Ended],
+    servers: &[&[Access]],
+) -> Result<usize, String> {
+    let mut checked = 0;
+    for e in ended {
+        let Some(p) = probes.iter().find(|p| p.binding == e.binding) else {
+            continue;
+        };
+        let log = servers.get(e.server).copied().unwrap_or_default();
+        if log.last().is_some_and(crate::judge::accounting::died_at) {
+            continue;
+        }
+        // The last write that left sources enabled, if nothing turned them off after it.
+        let mut enabled: Option<&Access> = None;
+        for a in log.iter().filter(|a| (p.first..=e.last).contains(&a.seq)) {
+            if is(a, Kind::Write, RESET) && a.value == Some(u64::from(regmap::RESET_KEY)) {
+                enabled = None;
+            } else if is(a, Kind::Write, INT_ENABLE) {
+                enabled = a
+                    .value
+                    .filter(|v| *v & u64::from(regmap::INT_ALL) != 0)
+                    .map(|_| a);
+            }
+        }
+        if let Some(a) = enabled {
+            return Err(format!(
+                "binding {}: ended (its last access #{}) with interrupts enabled on the device (INT_ENABLE write #{} of {:#x}, no RESET or INT_ENABLE 0 after it): its remove() did not quiesce the device",
+                e.binding,
+                e.last,
+                a.seq,
+                a.value.unwrap_or_default()
+            ));
+        }
+        checked += 1;
     }
     Ok(checked)
 }
@@ -246,6 +294,53 @@ mod tests {
         let (h, mut seqs) = driver_of(&l);
         seqs[0].reverse();
         assert_eq!(acks_are_status_read(&h, &seqs, &[&l]), Ok(2));
+    }
+
+    #[test]
+    fn a_binding_must_end_with_the_devices_interrupts_off() {
+        // Probe: RESET, INT_ENABLE 7, work; remove(): RESET.
+        let mut l = vec![
+            access(1, "write", RESET, 1),
+            access(2, "write", INT_ENABLE, 7),
+            access(3, "read", 0x30, 4),
+            access(4, "write", RESET, 1),
+        ];
+        let probes = [Probe {
+            binding: 1,
+            server: 0,
+            first: 1,
+            last: 3,
+        }];
+        let ended = [Ended {
+            binding: 1,
+            server: 0,
+            last: 4,
+        }];
+        assert_eq!(interrupts_off_at_end(&probes, &ended, &[&l]), Ok(1));
+        // remove() without its RESET: the sources stay on.
+        l.pop();
+        let ended = [Ended {
+            binding: 1,
+            server: 0,
+            last: 3,
+        }];
+        let e = interrupts_off_at_end(&probes, &ended, &[&l]).unwrap_err();
+        assert!(
+            e.contains("binding 1: ended (its last access #3) with interrupts enabled on the device (INT_ENABLE write #2 of 0x7"),
+            "{e}"
+        );
+        // Turning them off by INT_ENABLE 0 is as good as a RESET.
+        l.push(access(4, "write", INT_ENABLE, 0));
+        let ended = [Ended {
+            binding: 1,
+            server: 0,
+            last: 4,
+        }];
+        assert_eq!(interrupts_off_at_end(&probes, &ended, &[&l]), Ok(1));
+        // A RESET with the wrong key resets nothing.
+        l.pop();
+        l.push(access(4, "write", RESET, 2));
+        assert!(interrupts_off_at_end(&probes, &ended, &[&l]).is_err());
     }
 
     #[test]

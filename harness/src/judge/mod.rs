@@ -638,6 +638,7 @@ fn judge_sweep(
         ));
     }
     let quiesced = config::quiesced(&n.ended, &logs(device))?;
+    acks::interrupts_off_at_end(&n.probes, &n.ended, &logs(device))?;
     let irq_counts = acks::irq_count_is_acks(&n.probes, &logs(device))?;
     let acks = acks::acks_are_status_read(&history, &n.seqs, &logs(device))?;
     let seen = oracle_check(c, &history, device)?;
@@ -746,6 +747,7 @@ fn judge_driver(
     }
     let mut n = accounting::account(&history, &logs(device))?;
     let quiesced = config::quiesced(&n.ended, &logs(device))?;
+    acks::interrupts_off_at_end(&n.probes, &n.ended, &logs(device))?;
     let irq_counts = acks::irq_count_is_acks(&n.probes, &logs(device))?;
     let acks = acks::acks_are_status_read(&history, &n.seqs, &logs(device))?;
     let seen = oracle_check(c, &history, device)?;
@@ -800,7 +802,7 @@ fn judge_driver(
     }
     if quiesced > 0 {
         summary.push_str(&format!(
-            ", each of the {quiesced} bindings that ended left the device with bus mastering and MSI off (its config log)"
+            ", each of the {quiesced} bindings that ended left the device with bus mastering and MSI off (its config log) and its interrupt sources off (INT_ENABLE 0 or a RESET, its BAR log)"
         ));
     }
     summary.push_str(&seen);
