@@ -688,6 +688,8 @@ fn judge_driver(
     let history = driver::history(lines)?;
     let mut probes = 0;
     let mut refused = Vec::new();
+    // The binding numbers of the probes that failed (from 1, as the accounting counts them).
+    let mut failed = Vec::new();
     let bindings = history.iter().filter_map(|a| match a {
         driver::Actor::Driver(b) => Some(b),
         driver::Actor::User(_) => None,
@@ -695,7 +697,10 @@ fn judge_driver(
     for (k, b) in bindings.enumerate() {
         match b.end().map_err(|e| format!("probe {}: {e}", k + 1))? {
             driver::ProbeEnd::Bound => probes += 1,
-            driver::ProbeEnd::Refused(what) => refused.push(what),
+            driver::ProbeEnd::Refused(what) => {
+                refused.push(what);
+                failed.push(k + 1);
+            }
         }
     }
     if probes != want.probes {
@@ -747,6 +752,18 @@ fn judge_driver(
     }
     let mut n = accounting::account(&history, &logs(device))?;
     let quiesced = config::quiesced(&n.ended, &logs(device))?;
+    // A failed probe ends its binding too: what it enabled must be off again after it.
+    let failed_ends: Vec<accounting::Ended> = n
+        .probes
+        .iter()
+        .filter(|p| failed.contains(&p.binding))
+        .map(|p| accounting::Ended {
+            binding: p.binding,
+            server: p.server,
+            last: p.last,
+        })
+        .collect();
+    let quiesced_failed = config::quiesced(&failed_ends, &logs(device))?;
     acks::interrupts_off_at_end(&n.probes, &n.ended, &logs(device))?;
     let irq_counts = acks::irq_count_is_acks(&n.probes, &logs(device))?;
     let acks = acks::acks_are_status_read(&history, &n.seqs, &logs(device))?;
@@ -803,6 +820,11 @@ fn judge_driver(
     if quiesced > 0 {
         summary.push_str(&format!(
             ", each of the {quiesced} bindings that ended left the device with bus mastering and MSI off (its config log) and its interrupt sources off (INT_ENABLE 0 or a RESET, its BAR log)"
+        ));
+    }
+    if quiesced_failed > 0 {
+        summary.push_str(&format!(
+            ", each of the {quiesced_failed} failed probes left bus mastering and MSI off"
         ));
     }
     summary.push_str(&seen);
