@@ -150,11 +150,15 @@ pub enum Fate {
 
 /// How the build of a mutant's module fails every scenario that needs it
 /// (`run`'s words).
-const NOT_BUILT: &str = "the driver did not build";
+const NOT_BUILT: &[&str] = &[
+    "the driver did not build",
+    "the platform modules did not build",
+];
 
 /// A mutant's fate from its scenarios' outcomes.
 pub fn fate(outcomes: &[Outcome]) -> Fate {
-    if let Some(o) = outcomes.iter().find(|o| o.reason.starts_with(NOT_BUILT)) {
+    let unbuilt = |o: &&Outcome| NOT_BUILT.iter().any(|n| o.reason.starts_with(n));
+    if let Some(o) = outcomes.iter().find(unbuilt) {
         return Fate::Unviable {
             why: o.reason.lines().take(6).collect::<Vec<_>>().join("\n"),
         };
@@ -282,9 +286,27 @@ fn test_options(
     }
 }
 
+/// Whether one of the scenarios `m` names runs on `arch`.
+fn runs_on(m: &Mutant, arch: Arch) -> bool {
+    scenarios_of(m)
+        .iter()
+        .any(|s| s.machine.arches().contains(&arch))
+}
+
 /// `cargo xtask mutate`. Returns whether every mutant met the catalog's expectation.
 pub fn mutate(paths: &Paths, opts: &MutateOptions) -> Result<bool> {
-    let mutants = pick(catalog(&paths.root)?, opts)?;
+    let (mutants, elsewhere): (Vec<Mutant>, Vec<Mutant>) = pick(catalog(&paths.root)?, opts)?
+        .into_iter()
+        .partition(|m| runs_on(m, opts.arch));
+    if !elsewhere.is_empty() {
+        let names: Vec<&str> = elsewhere.iter().map(|m| m.name.as_str()).collect();
+        eprintln!(
+            "mutate: {} mutants not run: none of their scenarios runs on {} ({})",
+            elsewhere.len(),
+            opts.arch,
+            names.join(", ")
+        );
+    }
     let dir = run::new_run_dir(paths)?;
     eprintln!(
         "mutate: {} mutants on {}; results in {}",
@@ -455,6 +477,12 @@ mod tests {
             "the driver did not build: error[E0308]",
         );
         assert!(matches!(fate(&[built_not]), Fate::Unviable { .. }));
+        let platform_not = outcome(
+            "cpufreq",
+            Verdict::Fail,
+            "the platform modules did not build; the platform and cpufreq scenarios will fail",
+        );
+        assert!(matches!(fate(&[platform_not]), Fate::Unviable { .. }));
         let caught = fate(&[
             outcome("probe", Verdict::Pass, "ok"),
             outcome("unbind", Verdict::Fail, "binding 1: INT_ACK write #9\nmore"),
