@@ -241,6 +241,10 @@ pub fn pick(all: Vec<Mutant>, opts: &MutateOptions) -> Result<Vec<Mutant>> {
         .into_iter()
         .filter(|m| opts.only.is_empty() || opts.only.contains(&m.name))
         .collect();
+    // A sample is drawn from the mutants that run on the arch.
+    if opts.sample.is_some() {
+        chosen.retain(|m| runs_on(m, opts.arch));
+    }
     if let Some((n, seed)) = opts.sample {
         // A small xorshift over the seed: the same seed picks the same mutants, in catalog order.
         let mut x = seed | 1;
