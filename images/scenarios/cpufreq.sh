@@ -4,13 +4,20 @@
 # frequency, set through the userspace governor, must show in
 # scaling_cur_freq (the core's record), cpuinfo_cur_freq (read from the
 # policy's clock) and as the clock's rate (debugfs); rmmod must unregister
-# the driver and remove the policy. The host also judges the driver's and
-# the clock's own lines.
+# the driver and remove the policy, and leave the clock's prepare and enable
+# counts (the clock framework's, debugfs) as they were before insmod. The
+# host also judges the driver's and the clock's own lines.
 pol=/sys/devices/system/cpu/cpufreq/policy0
 clk=/sys/kernel/debug/clk/pcirig-cpu/clk_rate
 # The frequencies harness/src/dt.rs puts in the OPP table, in kHz.
 opps="250000 500000 750000 1000000"
 same() { [ "$1" = "$2" ] || { echo "got '$1', want '$2'"; return 1; }; }
+# The clock framework's own counts of the CPU clock before the driver: a
+# binding must give back every prepare and enable it took.
+mount -t debugfs debugfs /sys/kernel/debug
+counts() { echo "$(cat ${clk%/*}/clk_prepare_count) $(cat ${clk%/*}/clk_enable_count)"; }
+before=$(counts)
+umount /sys/kernel/debug
 check insmod_rcpufreq_dt insmod /lib/modules/rcpufreq_dt.ko
 check driver_registered same "$(cat $pol/scaling_driver)" rcpufreq-dt
 check policy_covers_both_cpus same "$(cat $pol/related_cpus)" "0 1"
@@ -37,4 +44,7 @@ check cpuinfo_1000000 same "$(cat $pol/cpuinfo_cur_freq)" 1000000
 check clock_1000000 same "$(cat $clk)" 1000000000
 umount /sys/kernel/debug
 check rmmod_rcpufreq_dt rmmod rcpufreq_dt
+mount -t debugfs debugfs /sys/kernel/debug
+check clock_counts_given_back same "$(counts)" "$before"
+umount /sys/kernel/debug
 check policy_gone eval '[ ! -e $pol/scaling_driver ]'
