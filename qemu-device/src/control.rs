@@ -35,6 +35,8 @@ pub struct KnobUpdate {
     pub irq_ignore_enable: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dma_delay_us: Option<u64>,
 }
 
 // Unit-like variants are written `{}` so that deny_unknown_fields covers them too.
@@ -113,6 +115,7 @@ pub fn handle(model: &mut Model, req: Request) -> Value {
                 irq_every_us: u.irq_every_us.unwrap_or(old.irq_every_us),
                 irq_ignore_enable: u.irq_ignore_enable.unwrap_or(old.irq_ignore_enable),
                 stream: u.stream.unwrap_or(old.stream),
+                dma_delay_us: u.dma_delay_us.unwrap_or(old.dma_delay_us),
             };
             match model.set_knobs(new) {
                 Ok(()) => json!({ "ok": true, "knobs": model.knobs() }),
@@ -120,9 +123,10 @@ pub fn handle(model: &mut Model, req: Request) -> Value {
             }
         }
         Request::ClearKnobs {} => {
+            let defaults = model.default_knobs().clone();
             model
-                .set_knobs(Knobs::default())
-                .expect("the default knobs pass Knobs::check");
+                .set_knobs(defaults)
+                .expect("the default knobs passed Knobs::check when they were set");
             json!({ "ok": true, "knobs": model.knobs() })
         }
         Request::State {} => json!({ "ok": true, "state": model.state() }),

@@ -2,7 +2,7 @@
 //! control socket for the host. See REGISTERS.md.
 
 use qemu_device::control;
-use qemu_device::model::Model;
+use qemu_device::model::{Knobs, Model};
 use qemu_device::transport::{self, Device};
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -12,12 +12,14 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 const USAGE: &str = "\
-usage: pci-rig-device --socket PATH --control PATH [--access-log PATH] [--dma-log PATH]
+usage: pci-rig-device --socket PATH --control PATH [--access-log PATH] [--dma-log PATH] [--dma-delay-us N]
 
   --socket PATH      vfio-user socket for QEMU's -device vfio-user-pci (created, mode 0600)
   --control PATH     JSON-lines control socket (created, mode 0600)
   --access-log PATH  on exit or SIGTERM/SIGINT/SIGHUP, write the access log here (JSON lines)
   --dma-log PATH     likewise the DMA log: QEMU's maps and unmaps, every DMA (JSON lines)
+  --dma-delay-us N   run each DMA opcode N µs after its doorbell (the dma_delay_us knob, also
+                     what clear_knobs goes back to; default 0: at the doorbell)
 
 Serves one QEMU connection and exits when QEMU disconnects.
 Set PCI_RIG_DEVICE_LOG=debug|info|warn for diagnostics on stderr (default warn).";
@@ -27,15 +29,27 @@ struct Args {
     control: PathBuf,
     access_log: Option<PathBuf>,
     dma_log: Option<PathBuf>,
+    dma_delay_us: u64,
 }
 
 fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Option<Args>, String> {
     let (mut socket, mut control, mut access_log, mut dma_log) = (None, None, None, None);
+    let mut dma_delay_us: Option<u64> = None;
     while let Some(arg) = it.next() {
         let (name, inline) = match arg.split_once('=') {
             Some((n, v)) if n.starts_with("--") => (n.to_string(), Some(v.to_string())),
             _ => (arg, None),
         };
+        if name == "--dma-delay-us" {
+            let v = inline.or_else(|| it.next()).unwrap_or_default();
+            let n = v.parse().map_err(|_| {
+                format!("`--dma-delay-us` needs a number of microseconds, not `{v}`")
+            })?;
+            if dma_delay_us.replace(n).is_some() {
+                return Err("`--dma-delay-us` given twice".into());
+            }
+            continue;
+        }
         let slot = match name.as_str() {
             "-h" | "--help" => return Ok(None),
             "--socket" => &mut socket,
@@ -57,6 +71,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Option<Args>, Stri
         control: control.ok_or("missing `--control PATH`")?,
         access_log,
         dma_log,
+        dma_delay_us: dma_delay_us.unwrap_or(0),
     }))
 }
 
@@ -103,7 +118,12 @@ fn serve(args: &Args) -> Result<(), String> {
     unsafe { libc::umask(old_mask) };
     let (server, control) = bound?;
 
-    let device = Arc::new(Mutex::new(Device::new(Model::new())));
+    let mut model = Model::new();
+    model.set_default_knobs(Knobs {
+        dma_delay_us: args.dma_delay_us,
+        ..Knobs::default()
+    })?;
+    let device = Arc::new(Mutex::new(Device::new(model)));
     {
         let device = device.clone();
         std::thread::spawn(move || {
@@ -115,6 +135,10 @@ fn serve(args: &Args) -> Result<(), String> {
     {
         let device = device.clone();
         std::thread::spawn(move || transport::tick_soft_irqs(&device));
+    }
+    {
+        let device = device.clone();
+        std::thread::spawn(move || transport::tick_dma(&device));
     }
     {
         let (device, paths) = (device.clone(), PathsToClean::from(args));
@@ -311,6 +335,13 @@ mod tests {
         assert_eq!(a.socket.to_str(), Some("/a"));
         assert_eq!(a.control.to_str(), Some("/b"));
         assert_eq!(a.access_log.unwrap().to_str(), Some("/c"));
+        assert_eq!(a.dma_delay_us, 0);
+        let a = parse("--socket /a --control /b --dma-delay-us 750")
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.dma_delay_us, 750);
+        let bad = parse("--socket /a --control /b --dma-delay-us soon").err();
+        assert!(bad.unwrap().contains("needs a number of microseconds"));
         assert!(parse("--help").unwrap().is_none());
         for (bad, why) in [
             ("", "missing `--socket"),

@@ -138,6 +138,20 @@ pub fn tick_soft_irqs(device: &Mutex<Device>) {
     }
 }
 
+/// The device's own clock for delayed DMAs (`dma_delay_us`): sleeps until the one in flight
+/// is due (or 2 ms while none is), runs it, and signals QEMU as after any change.
+pub fn tick_dma(device: &Mutex<Device>) {
+    loop {
+        let due = lock(device).model.dma_due_ns();
+        let wait_ns = due.map_or(2_000_000, |d| d.saturating_sub(monotonic_ns()).max(50_000));
+        std::thread::sleep(Duration::from_nanos(wait_ns));
+        let mut d = lock(device);
+        if d.model.tick(monotonic_ns()) {
+            d.sync_irqs();
+        }
+    }
+}
+
 /// A `die` fault struck: the access is never answered. The process stops as on SIGTERM (the
 /// binary's signal thread writes the access log, the struck access in it, and exits).
 fn die() -> ! {

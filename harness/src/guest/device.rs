@@ -63,12 +63,15 @@ pub struct DeviceServer {
     /// server that dies at a posted write makes QEMU 11.1 abort (README, "The removal-point
     /// sweep"), one that dies at a waited-for write times out as at a read.
     pub unposted_writes: bool,
+    /// How long after its doorbell the device runs each DMA (its `--dma-delay-us`).
+    pub dma_delay_us: u64,
 }
 
 impl DeviceServer {
     /// Starts the server with its sockets in `sockets` and its log files in
-    /// `dir`, and waits until it answers on the control socket.
-    pub fn start(bin: &Path, dir: &Path, sockets: &Path) -> Result<Self> {
+    /// `dir`, each DMA run `dma_delay_us` after its doorbell (0: at it), and
+    /// waits until it answers on the control socket.
+    pub fn start(bin: &Path, dir: &Path, sockets: &Path, dma_delay_us: u64) -> Result<Self> {
         let socket = sockets.join("device.sock");
         let control = sockets.join("control.sock");
         let log = dir.join("device-access.jsonl");
@@ -82,6 +85,7 @@ impl DeviceServer {
             .arg(&log)
             .arg("--dma-log")
             .arg(&dma_log)
+            .arg(format!("--dma-delay-us={dma_delay_us}"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(dir.join("device-stderr.log"))?)
@@ -94,6 +98,7 @@ impl DeviceServer {
             log,
             dma_log,
             unposted_writes: false,
+            dma_delay_us,
         };
         let deadline = Instant::now() + Duration::from_secs(10);
         // QEMU needs the vfio-user socket, the harness the control socket.

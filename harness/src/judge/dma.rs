@@ -160,6 +160,10 @@ pub struct DmaFindings {
     /// (QEMU mapped each, and unmapped each the driver ended).
     #[serde(skip_serializing_if = "is_zero")]
     pub witnessed: usize,
+    /// DMAs the device ran on its own clock, after their doorbell, each found inside a
+    /// mapping the driver had not ended yet.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub delayed: usize,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -236,6 +240,7 @@ pub fn check(
         .collect();
     let servers: Vec<_> = device.iter().map(|d| (&d.log[..], &d.dma[..])).collect();
     let mut f = judge(&walks, &n.seqs, &servers)?;
+    f.delayed = ran_while_mapped(&walks, &n.seqs, &servers)?;
     if iommu {
         f.witnessed = witnessed(&walks, &n.seqs, &servers)?;
     }
@@ -333,7 +338,11 @@ impl DmaFindings {
             self.moved,
             self.bytes,
             if self.refused > 0 { format!(", {} refused by the device", self.refused) } else { String::new() },
-        ) + &if self.witnessed > 0 {
+        ) + &if self.delayed > 0 {
+            format!(", {} of them run on the device's own clock after their doorbell, each before the driver ended its mapping", self.delayed)
+        } else {
+            String::new()
+        } + &if self.witnessed > 0 {
             format!(", behind the guest IOMMU each of the driver's {} mappings mapped for the device by QEMU and each it ended unmapped", self.witnessed)
         } else {
             String::new()
@@ -548,6 +557,90 @@ pub fn judge(
         ));
     }
     Ok(f)
+}
+
+/// Each DMA the device ran later than its doorbell (`dma_delay_us`) must have found its
+/// mapping still live when it ran, not only at the doorbell: the device logs when it ran (after
+/// every access numbered below `before`; during access `before` when a write `waited` for it),
+/// and the accounting places each `# dma unmap` line among the driver's accesses. An unmap
+/// printed before an access that came before the DMA ended the mapping under it, for certain;
+/// one between the DMA's neighbouring accesses cannot be ordered against it and passes. Returns
+/// how many DMAs ran after their doorbell.
+pub fn ran_while_mapped(
+    walks: &[Walk<'_>],
+    seqs: &ClaimSeqs,
+    servers: &[(&[Access], &[DmaEvent])],
+) -> Result<usize, String> {
+    let mut delayed = 0;
+    for (ai, walk) in walks.iter().enumerate() {
+        let Some(k) = walk.binding else { continue };
+        let claim_seq = |i: usize| seqs.get(ai).and_then(|s| s.get(i)).copied().flatten();
+        for (i, c) in walk.claims.iter().enumerate() {
+            if !is_doorbell(c) {
+                continue;
+            }
+            let Some((server, seq)) = claim_seq(i) else {
+                continue;
+            };
+            let Some(&DmaEvent::Dma {
+                before,
+                waited,
+                iova,
+                len,
+                outcome: DmaOutcome::Ok,
+                ..
+            }) = servers[server]
+                .1
+                .iter()
+                .find(|e| matches!(e, DmaEvent::Dma { seq: s, .. } if *s == seq))
+            else {
+                continue;
+            };
+            if before <= seq {
+                continue; // ran at its doorbell: `judge` held it to the mappings live then
+            }
+            delayed += 1;
+            // The mapping holding the range at the doorbell, by the lines before it.
+            let mut live: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+            for (_, line) in walk.lines.iter().filter(|(pos, _)| *pos <= i) {
+                match line {
+                    Line::Map { id, iova, len, .. } => {
+                        live.insert(*id, (*iova, *len));
+                    }
+                    Line::Unmap { id } => {
+                        live.remove(id);
+                    }
+                    _ => {}
+                }
+            }
+            let end = iova + u64::from(len);
+            let Some((&id, _)) = live.iter().find(|(_, (m, n))| iova >= *m && end <= m + n) else {
+                continue; // `judge` fails a DMA outside every mapping
+            };
+            let ended = walk
+                .lines
+                .iter()
+                .find(|(pos, line)| *pos > i && matches!(line, Line::Unmap { id: u } if *u == id));
+            let Some((pos, _)) = ended else { continue };
+            let Some((s2, next)) = claim_seq(*pos) else {
+                continue;
+            };
+            if s2 != server {
+                continue;
+            }
+            if next < before || (next == before && waited) {
+                return Err(format!(
+                    "binding {k}: the device's DMA #{seq} ({iova:#x}+{len:#x}) ran after the driver ended mapping {id}: its `# dma unmap {id}` came before the driver's access #{next}, and the DMA ran {}: the driver gave the buffer back before the device was done with it",
+                    if next < before {
+                        format!("after that access (before access #{before})")
+                    } else {
+                        "while that write waited for it".to_string()
+                    }
+                ));
+            }
+        }
+    }
+    Ok(delayed)
 }
 
 /// A write of a DMA opcode to CMD.

@@ -33,6 +33,8 @@ fn lines(driver: &[&str], user: &[&str]) -> Vec<String> {
 fn dma(seq: u64, iova: u64, dir: DmaDirection, crc: u32) -> DmaEvent {
     DmaEvent::Dma {
         seq,
+        before: seq,
+        waited: false,
         time_ns: seq,
         iova,
         len: 0x10,
@@ -96,10 +98,68 @@ fn a_clean_binding_passes_and_is_counted() {
             moved: 2,
             refused: 0,
             bytes: 0x20,
-            witnessed: 0
+            witnessed: 0,
+            delayed: 0
         }
     );
     assert!(f.summary().contains("2 DMAs (32 bytes)"), "{}", f.summary());
+}
+
+/// `CLEAN`'s DMA from the device (doorbell #3) run late, on the device's clock, while
+/// remove()'s RESET (#4) waited for it.
+fn delayed() -> Vec<DmaEvent> {
+    let mut e = events();
+    e[1] = DmaEvent::Dma {
+        seq: 3,
+        before: 4,
+        waited: true,
+        time_ns: 4,
+        iova: 0x1040,
+        len: 0x10,
+        dir: DmaDirection::FromDevice,
+        crc_only: false,
+        outcome: DmaOutcome::Ok,
+        crc: Some(0xdef),
+    };
+    e
+}
+
+#[test]
+fn a_late_dma_must_find_its_mapping_still_live() {
+    // Clean: remove() resets (the DMA finishes first), then frees the buffer.
+    let f = judged(&lines(CLEAN, &[]), &device(0x6, delayed(), false)).unwrap();
+    assert_eq!(f.delayed, 1);
+    assert!(
+        f.summary()
+            .contains("1 of them run on the device's own clock"),
+        "{}",
+        f.summary()
+    );
+    // The buffer freed before the reset: the DMA, which the RESET write waited for, ran into it.
+    let free_first: Vec<String> = {
+        let mut l = lines(CLEAN, &[]);
+        let unmap = l.iter().position(|l| l.ends_with("# dma unmap 1")).unwrap();
+        let line = l.remove(unmap);
+        let reset = l
+            .iter()
+            .position(|l| l.ends_with("# mmio w bar0 0x50 4 0x1"))
+            .unwrap();
+        l.insert(reset, line);
+        l
+    };
+    let e = judged(&free_first, &device(0x6, delayed(), false)).unwrap_err();
+    assert!(
+        e.contains("binding 1: the device's DMA #3 (0x1040+0x10) ran after the driver ended mapping 1: its `# dma unmap 1` came before the driver's access #4, and the DMA ran while that write waited for it"),
+        "{e}"
+    );
+    // Run at its doorbell instead, the same order leaves no trace: what the delay is for.
+    assert!(judged(&free_first, &device(0x6, events(), false)).is_ok());
+    // A DMA run by the clock before the access after the unmap line is ambiguous: it passes.
+    let mut e = delayed();
+    if let DmaEvent::Dma { waited, .. } = &mut e[1] {
+        *waited = false;
+    }
+    assert!(judged(&free_first, &device(0x6, e, false)).is_ok());
 }
 
 #[test]
@@ -192,6 +252,8 @@ fn refused_dmas_are_counted_and_malformed_lines_fail() {
     let mut e = events();
     e[0] = DmaEvent::Dma {
         seq: 2,
+        before: 2,
+        waited: false,
         time_ns: 2,
         iova: 0x1000,
         len: 0x10,

@@ -213,7 +213,7 @@ pub fn interactive(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<()> {
     let p = prepare(paths, &tc, arch, flavor, &run_dir, true, None)?;
     let bin = device::build_server(paths)?;
     let dir = boot_dir(&run_dir.join(format!("{arch}-shell")))?;
-    let server = DeviceServer::start(&bin, &dir, &qemu::socket_dir(&dir)?)?;
+    let server = DeviceServer::start(&bin, &dir, &qemu::socket_dir(&dir)?, 0)?;
     eprintln!(
         "run: booting {arch}; Ctrl-A X quits QEMU (logs: {})",
         dir.display()
@@ -240,6 +240,31 @@ fn boot_dir(dir: &Path) -> Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
     Ok(dir.to_path_buf())
+}
+
+/// How long after its doorbell a boot's device runs each DMA: from 100 to 999 µs, drawn from
+/// the run's seed (the sweep's, printed: `--sweep-seed` replays it), the arch and the
+/// scenario, so that a driver cannot rely on a DMA being done at any moment but its interrupt.
+/// The benchmarks' boots run each at the doorbell, so that their DMA figures stay the engine's.
+fn dma_delay_us(plan: &crate::sweep::Plan, arch: Arch, s: &Scenario) -> u64 {
+    if matches!(s.check, Check::Bench) {
+        return 0;
+    }
+    let seed = match plan {
+        crate::sweep::Plan::Sample(seed) => *seed,
+        _ => 0,
+    };
+    // FNV-1a over the seed, the arch and the name.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in seed
+        .to_le_bytes()
+        .iter()
+        .chain(arch.name().as_bytes())
+        .chain(s.name.as_bytes())
+    {
+        h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    100 + h % 900
 }
 
 /// What a boot needs: tools, a kernel and image, and the device server.
@@ -320,7 +345,8 @@ impl Rig<'_> {
         };
         let mut servers = Vec::new();
         if let Some(bin) = bin {
-            let mut server = DeviceServer::start(bin, &dir, &sockets)?;
+            let delay = dma_delay_us(self.sweep, self.p.kernel.arch, s);
+            let mut server = DeviceServer::start(bin, &dir, &sockets, delay)?;
             // The sweep's servers may die at a write (`die`); PCI_RIG_POSTED_WRITES=on keeps
             // QEMU's posted writes there, to reproduce its abort (README).
             let posted = std::env::var("PCI_RIG_POSTED_WRITES").is_ok_and(|v| v == "on");
@@ -835,7 +861,8 @@ fn host_action(
                 Duration::from_secs(30),
             )?;
             let d = boot_dir(&dir.join(format!("replug-{}", servers.len())))?;
-            let mut server = DeviceServer::start(bin, &d, &qemu::socket_dir(&d)?)?;
+            let delay = servers.last().map_or(0, |s| s.dma_delay_us);
+            let mut server = DeviceServer::start(bin, &d, &qemu::socket_dir(&d)?, delay)?;
             server.unposted_writes = servers.last().is_some_and(|s| s.unposted_writes);
             let added = qmp.execute("device_add", server.device_add());
             servers.push(server);
@@ -999,6 +1026,15 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
                 opts.sweep.replay()
             );
         }
+    }
+    if opts.scenarios.iter().any(|s| s.machine.has_device()) {
+        let seed = match &opts.sweep {
+            crate::sweep::Plan::Sample(seed) => seed.to_string(),
+            _ => "0 (the sweep's points were named)".to_string(),
+        };
+        eprintln!(
+            "test: each boot's device runs a DMA 100-999 µs after its doorbell, drawn from seed {seed} with the arch and scenario (`--sweep-seed` replays it)"
+        );
     }
     // x86_64's boots pass the host's TSC frequency, measured over 50 ms:
     // measured beside the builds, not before the first boot.

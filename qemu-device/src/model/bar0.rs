@@ -36,6 +36,9 @@ pub struct Registers {
     /// The operation latched by the doorbell while BUSY.
     #[serde(skip)]
     pub(super) pending: Option<Op>,
+    /// Set while a write waits for the delayed DMA it completes (the DMA log says so).
+    #[serde(skip)]
+    pub(super) waited: bool,
 }
 
 /// Operation parameters, latched when the doorbell rings so later register writes cannot
@@ -49,6 +52,13 @@ pub(super) struct Op {
     dma_addr: u64,
     /// The access log's number of the CMD write that rang the doorbell.
     seq: u64,
+    /// A delayed DMA (`dma_delay_us`): when the device's clock runs it.
+    pub(super) due_ns: Option<u64>,
+}
+
+/// Whether `opcode` moves data to or from guest memory.
+fn is_dma(opcode: u32) -> bool {
+    matches!(opcode, OP_DMA_TO_DEVICE | OP_DMA_FROM_DEVICE | OP_DMA_CRC32)
 }
 
 /// What a 32-bit register write did.
@@ -132,9 +142,12 @@ impl Model {
             arg: r.op_arg,
             dma_addr: u64::from(r.dma_addr_hi) << 32 | u64::from(r.dma_addr_lo),
             seq: self.log.next_seq(),
+            due_ns: (is_dma(opcode) && self.knobs.dma_delay_us > 0)
+                .then(|| self.now_ns + self.knobs.dma_delay_us * 1000),
         });
         r.status = STATUS_BUSY;
-        if !self.knobs.stuck_busy {
+        let delayed = r.pending.as_ref().is_some_and(|op| op.due_ns.is_some());
+        if !self.knobs.stuck_busy && !delayed {
             self.complete_op();
         }
     }
@@ -181,10 +194,7 @@ impl Model {
             .checked_add(op.length as usize)
             .filter(|&end| end <= self.window.len())
             .ok_or(ERR_BAD_RANGE)?;
-        if matches!(
-            op.opcode,
-            OP_DMA_TO_DEVICE | OP_DMA_FROM_DEVICE | OP_DMA_CRC32
-        ) {
+        if is_dma(op.opcode) {
             return self.run_dma(op, start..end);
         }
         if self.knobs.force_error {
@@ -236,6 +246,8 @@ impl Model {
         };
         self.dma.record(Event::Dma {
             seq: op.seq,
+            before: self.log.next_seq(),
+            waited: self.regs.waited,
             time_ns: self.now_ns,
             iova: op.dma_addr,
             len: op.length,

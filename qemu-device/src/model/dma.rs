@@ -63,9 +63,17 @@ pub enum Event {
         windows: usize,
     },
     /// The engine ran a DMA opcode. `seq` is the access log's number of the CMD write that
-    /// started it.
+    /// started it; `before`, the number of the first access not yet logged when it ran: it ran
+    /// after every access numbered lower (at the doorbell, `before == seq`; delayed, later).
+    /// `waited`: access `before` is a write that reached the device while the delayed DMA was
+    /// in flight, and the engine finished the DMA first: the DMA came after the guest issued
+    /// that write.
     Dma {
         seq: u64,
+        #[serde(default)]
+        before: u64,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        waited: bool,
         time_ns: u64,
         iova: u64,
         len: u32,

@@ -49,6 +49,11 @@ pub struct Knobs {
     pub irq_ignore_enable: bool,
     /// CAPS reads STREAM: a driver keeps a DMA from the device running while bound.
     pub stream: bool,
+    /// A DMA opcode runs this many microseconds after its doorbell, on the device's own clock
+    /// (the transport's ticker), or sooner when a write reaches the device meanwhile: the
+    /// engine finishes the DMA before it takes the write. 0: at the doorbell, synchronously.
+    #[serde(default)]
+    pub dma_delay_us: u64,
 }
 
 /// The largest `latency_ns` the device accepts: 100 ms per access. Larger values are refused,
@@ -58,9 +63,19 @@ pub const MAX_LATENCY_NS: u64 = 100_000_000;
 /// The shortest `irq_every_us` the device accepts: a software interrupt every 100 µs.
 pub const MIN_IRQ_EVERY_US: u64 = 100;
 
+/// The longest `dma_delay_us` the device accepts: one second (a driver waits about that long
+/// for an interrupt).
+pub const MAX_DMA_DELAY_US: u64 = 1_000_000;
+
 impl Knobs {
     /// Whether the device can take these knobs; the reason when not.
     pub fn check(&self) -> Result<(), String> {
+        if self.dma_delay_us > MAX_DMA_DELAY_US {
+            return Err(format!(
+                "dma_delay_us {} is above the limit of {MAX_DMA_DELAY_US}",
+                self.dma_delay_us
+            ));
+        }
         if self.irq_every_us != 0 && self.irq_every_us < MIN_IRQ_EVERY_US {
             return Err(format!(
                 "irq_every_us {} is below the limit of {MIN_IRQ_EVERY_US} (0 turns it off)",
@@ -120,6 +135,8 @@ pub struct Model {
     dma: DmaSpace,
     /// The time of the access being handled (or the last one): when a DMA ran.
     now_ns: u64,
+    /// What `clear_knobs` goes back to: the server's start-up knobs (its `--dma-delay-us`).
+    default_knobs: Knobs,
 }
 
 impl Default for Model {
@@ -147,6 +164,7 @@ impl Model {
             fault: FaultState::default(),
             dma: DmaSpace::default(),
             now_ns: 0,
+            default_knobs: Knobs::default(),
         }
     }
 
@@ -199,6 +217,12 @@ impl Model {
         now_ns: u64,
     ) -> Result<(), AccessError> {
         self.now_ns = now_ns;
+        // The DMA engine finishes a delayed DMA before it takes a write.
+        if self.dma_due_ns().is_some() && !self.knobs.stuck_busy {
+            self.regs.waited = true;
+            self.complete_op();
+            self.regs.waited = false;
+        }
         let fault = self.strike(region, offset, data.len(), Kind::Write);
         let class = if !in_range(region, offset, data.len()) {
             Class::OutOfRange
@@ -399,6 +423,35 @@ impl Model {
 
     /// Replaces the knobs, unless `Knobs::check` refuses them (then nothing changes).
     /// Clearing stuck-busy completes the operation in flight.
+    /// Sets the knobs and makes them the ones `clear_knobs` goes back to.
+    pub fn set_default_knobs(&mut self, knobs: Knobs) -> Result<(), String> {
+        self.set_knobs(knobs.clone())?;
+        self.default_knobs = knobs;
+        Ok(())
+    }
+
+    pub fn default_knobs(&self) -> &Knobs {
+        &self.default_knobs
+    }
+
+    /// The device's own clock: runs a delayed DMA whose time has come (`dma_delay_us`).
+    /// Returns whether anything changed (the transport then signals interrupts).
+    pub fn tick(&mut self, now_ns: u64) -> bool {
+        match self.regs.pending.as_ref().and_then(|op| op.due_ns) {
+            Some(due) if now_ns >= due && !self.knobs.stuck_busy => {
+                self.now_ns = now_ns;
+                self.complete_op();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// When the delayed DMA in flight is due, if one is.
+    pub fn dma_due_ns(&self) -> Option<u64> {
+        self.regs.pending.as_ref().and_then(|op| op.due_ns)
+    }
+
     pub fn set_knobs(&mut self, knobs: Knobs) -> Result<(), String> {
         knobs.check()?;
         self.knobs = knobs;

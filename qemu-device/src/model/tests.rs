@@ -723,6 +723,78 @@ mod dma {
     }
 
     #[test]
+    fn a_delayed_dma_runs_on_the_devices_clock() {
+        let (mut m, ram) = with_ram();
+        set(&mut m, |k| k.dma_delay_us = 500);
+        ram.write(0x100, b"123456789");
+        // The doorbell leaves it BUSY; nothing moved yet.
+        assert_eq!(
+            dma(&mut m, OP_DMA_TO_DEVICE, RAM + 0x100, 0, 9),
+            STATUS_BUSY
+        );
+        let cmd = m.log().next_seq() - 2; // the CMD write, before the STATUS read
+        assert!(m
+            .dma()
+            .log()
+            .iter()
+            .all(|e| !matches!(e, Event::Dma { .. })));
+        assert_eq!(m.dma_due_ns(), Some(500_000));
+        assert!(!m.tick(499_999), "not yet due");
+        assert_eq!(
+            r32(&mut m, STATUS),
+            STATUS_BUSY,
+            "a read does not wait for it"
+        );
+        assert!(m.tick(500_000));
+        assert_eq!(r32(&mut m, STATUS), STATUS_DONE);
+        assert_eq!(r32(&mut m, INT_STATUS) & INT_DONE, INT_DONE);
+        let before = m.log().next_seq() - 2; // the STATUS read after the tick
+        assert!(matches!(
+            last(&m),
+            Event::Dma { seq, before: b, waited: false, time_ns: 500_000, .. } if seq == cmd && b == before
+        ));
+        assert_eq!(m.dma_due_ns(), None);
+        // Other operations stay synchronous.
+        assert_eq!(run(&mut m, OP_CRC32, 0, 9, 0), STATUS_DONE);
+    }
+
+    #[test]
+    fn a_write_waits_for_the_delayed_dma_in_flight() {
+        let (mut m, _ram) = with_ram();
+        set(&mut m, |k| k.dma_delay_us = 20_000);
+        assert_eq!(dma(&mut m, OP_DMA_FROM_DEVICE, RAM, 0, 16), STATUS_BUSY);
+        // remove()'s RESET: the engine finishes the DMA, then takes the write.
+        let reset = m.log().next_seq();
+        w32(&mut m, RESET, RESET_KEY);
+        assert!(matches!(
+            last(&m),
+            Event::Dma { before, waited: true, outcome: Outcome::Ok, .. } if before == reset
+        ));
+        assert_eq!(r32(&mut m, STATUS), 0, "then the reset cleared everything");
+        assert!(!m.tick(u64::MAX), "nothing left to run");
+    }
+
+    #[test]
+    fn a_stuck_busy_device_holds_a_delayed_dma_and_the_delay_is_bounded() {
+        let (mut m, _ram) = with_ram();
+        set(&mut m, |k| {
+            k.dma_delay_us = 100;
+            k.stuck_busy = true;
+        });
+        assert_eq!(dma(&mut m, OP_DMA_FROM_DEVICE, RAM, 0, 16), STATUS_BUSY);
+        assert!(!m.tick(u64::MAX));
+        w32(&mut m, SCRATCH, 1);
+        assert!(m
+            .dma()
+            .log()
+            .iter()
+            .all(|e| !matches!(e, Event::Dma { .. })));
+        let mut k = m.knobs().clone();
+        k.dma_delay_us = MAX_DMA_DELAY_US + 1;
+        assert!(m.set_knobs(k).unwrap_err().contains("dma_delay_us"));
+    }
+
+    #[test]
     fn copies_both_ways_and_sums_guest_memory() {
         let (mut m, ram) = with_ram();
         ram.write(0x100, b"123456789");
@@ -737,6 +809,8 @@ mod dma {
             last(&m),
             Event::Dma {
                 seq,
+                before: seq,
+                waited: false,
                 time_ns: 0,
                 iova: RAM + 0x100,
                 len: 9,
