@@ -10,7 +10,8 @@ use std::fmt;
 
 /// Device accesses of a clean probe of our driver (MSI), the interrupt thread's included: the
 /// range the sweep's probe points cover. `judge::sweep` checks every clean binding made
-/// exactly this many, so the sweep cannot silently miss accesses a changed driver adds.
+/// exactly this many, so the sweep cannot silently miss accesses a changed driver adds;
+/// `judge::sweep_table` lists them one by one, with what each point there may end in.
 pub const PROBE_ACCESSES: u64 = 129;
 
 /// The longest `pcirig.points=` the kernel prints whole in its `Kernel command line:` record

@@ -13,6 +13,7 @@ pub mod kunit;
 pub mod oracle;
 pub mod phases;
 pub mod sweep;
+pub mod sweep_table;
 
 use crate::bench::figures::GuestFigures;
 use crate::guest::console::{self, Origin};
