@@ -218,7 +218,7 @@ impl Model {
     ) -> Result<(), AccessError> {
         self.now_ns = now_ns;
         // The DMA engine finishes a delayed DMA before it takes a write.
-        if self.dma_due_ns().is_some() && !self.knobs.stuck_busy {
+        if self.dma_due_ns().is_some() && !self.knobs.stuck_busy && !self.knobs.all_ones {
             self.regs.waited = true;
             self.complete_op();
             self.regs.waited = false;
@@ -438,7 +438,8 @@ impl Model {
     /// Returns whether anything changed (the transport then signals interrupts).
     pub fn tick(&mut self, now_ns: u64) -> bool {
         match self.regs.pending.as_ref().and_then(|op| op.due_ns) {
-            Some(due) if now_ns >= due && !self.knobs.stuck_busy => {
+            // A device that is gone (`all_ones`) moves nothing.
+            Some(due) if now_ns >= due && !self.knobs.stuck_busy && !self.knobs.all_ones => {
                 self.now_ns = now_ns;
                 self.complete_op();
                 true
@@ -455,7 +456,9 @@ impl Model {
     pub fn set_knobs(&mut self, knobs: Knobs) -> Result<(), String> {
         knobs.check()?;
         self.knobs = knobs;
-        if !self.knobs.stuck_busy {
+        // Clearing stuck_busy completes the operation in flight; a delayed DMA keeps its time.
+        let delayed = self.dma_due_ns().is_some();
+        if !self.knobs.stuck_busy && !delayed {
             self.complete_op();
         }
         self.update_irq();

@@ -795,6 +795,25 @@ mod dma {
     }
 
     #[test]
+    fn a_device_that_is_gone_runs_no_delayed_dma() {
+        let (mut m, _ram) = with_ram();
+        set(&mut m, |k| k.dma_delay_us = 100);
+        assert_eq!(dma(&mut m, OP_DMA_FROM_DEVICE, RAM, 0, 16), STATUS_BUSY);
+        let mut k = m.knobs().clone();
+        k.all_ones = true;
+        // Raised while the DMA waits on the device's clock: `set_knobs` must not run it either.
+        m.set_knobs(k).unwrap();
+        assert!(!m.tick(u64::MAX));
+        w32(&mut m, SCRATCH, 1);
+        let dmas = m
+            .dma()
+            .log()
+            .iter()
+            .filter(|e| matches!(e, Event::Dma { .. }));
+        assert_eq!(dmas.count(), 0);
+    }
+
+    #[test]
     fn copies_both_ways_and_sums_guest_memory() {
         let (mut m, ram) = with_ram();
         ram.write(0x100, b"123456789");
