@@ -169,7 +169,7 @@ impl Table {
     ///
     /// ```
     /// fn any(table: &kernel::opp::Table) -> bool {
-    ///     table.count().map_or(false, |n| n > 0)
+    ///     table.count().is_ok_and(|n| n > 0)
     /// }
     /// ```
     pub fn count(&self) -> Result<u32> {
