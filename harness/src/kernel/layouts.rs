@@ -14,6 +14,9 @@
 //! asks for 1.68) gets `#[test]` functions instead, which a kernel crate never
 //! runs, so the check asks for 1.77, and then holds its output, assertions
 //! taken out, against the kernel's own file: byte for byte the same bindings.
+//! A build whose bindings, commands and headers are those of its last check
+//! is not checked again (`pci-rig-layouts.ok`): an edit that does not touch
+//! them costs nothing.
 
 use anyhow::{bail, Context, Result};
 use std::path::Path;
@@ -43,8 +46,19 @@ const CRATES: &[Generated] = &[
 
 /// Checks the layouts of every crate of bindings in `build` (a kernel build
 /// directory whose build just succeeded). `env`: what make ran with
-/// (`LIBCLANG_PATH`). Returns how many layout assertions were compiled.
-pub fn check(build: &Path, env: &[(String, String)]) -> Result<usize> {
+/// (`LIBCLANG_PATH`). Returns how many layout assertions were compiled, and
+/// whether now (else a check of the very same inputs recorded it).
+pub fn check(build: &Path, env: &[(String, String)]) -> Result<(usize, bool)> {
+    // Checked already for these very inputs: the count it found then.
+    let record = build.join("pci-rig-layouts.ok");
+    let inputs = digest(build)?;
+    if let Some(n) = std::fs::read_to_string(&record)
+        .ok()
+        .and_then(|r| r.strip_prefix(&format!("{inputs} "))?.trim().parse().ok())
+    {
+        return Ok((n, false));
+    }
+    let _ = std::fs::remove_file(&record);
     let scratch = build.join("pci-rig-layouts");
     let _ = std::fs::remove_dir_all(&scratch);
     let mut asserted = 0;
@@ -84,7 +98,36 @@ pub fn check(build: &Path, env: &[(String, String)]) -> Result<usize> {
             );
         }
     }
-    Ok(asserted)
+    std::fs::write(&record, format!("{inputs} {asserted}\n"))?;
+    Ok((asserted, true))
+}
+
+/// A digest of everything the check reads: Kbuild's records of the bindings and their crates
+/// (commands and header lists), the generated files, and every header those records list, by
+/// content. An unchanged digest means the same assertions over the same bindings.
+fn digest(build: &Path) -> Result<String> {
+    let mut h = super::Fnv::default();
+    for c in CRATES {
+        let mut records: Vec<&str> = c.regenerate.to_vec();
+        records.push(c.object);
+        for target in records {
+            let (dir, name) = target.rsplit_once('/').unwrap_or(("", target));
+            let cmd = build.join(dir).join(format!(".{name}.cmd"));
+            let text = std::fs::read_to_string(&cmd)
+                .with_context(|| format!("reading {}", cmd.display()))?;
+            h.field(text.as_bytes());
+            for dep in text.split_whitespace().filter(|w| w.ends_with(".h")) {
+                let path = build.join(dep);
+                if let Ok(bytes) = std::fs::read(&path) {
+                    h.field(&bytes);
+                }
+            }
+        }
+        for file in c.regenerate.iter().chain(c.copy) {
+            h.field(&std::fs::read(build.join(file)).with_context(|| format!("reading {file}"))?);
+        }
+    }
+    Ok(format!("{:016x}", h.0))
 }
 
 /// The command Kbuild last ran to make `target` (relative to `build`), from
@@ -308,6 +351,43 @@ note: some other line ["not a layout"]"#;
                 "Offset of field: task_struct::pid"
             ]
         );
+    }
+
+    #[test]
+    fn a_check_is_recorded_under_the_digest_of_what_it_read() {
+        let dir = std::env::temp_dir().join(format!("pci-rig-digest-{}", std::process::id()));
+        let files = [
+            (
+                "rust/bindings/.bindings_generated.rs.cmd",
+                "savedcmd_x := bindgen\ndeps := h.h\n",
+            ),
+            ("rust/bindings/bindings_generated.rs", "pub struct e {}"),
+            ("rust/bindings/bindings_helpers_generated.rs", ""),
+            ("rust/.bindings.o.cmd", "savedcmd_rust/bindings.o := rustc"),
+            ("rust/uapi/.uapi_generated.rs.cmd", "savedcmd_y := bindgen"),
+            ("rust/uapi/uapi_generated.rs", ""),
+            ("rust/.uapi.o.cmd", "savedcmd_rust/uapi.o := rustc"),
+            ("h.h", "struct e {} __attribute__((aligned(64)));"),
+        ];
+        for (f, text) in files {
+            std::fs::create_dir_all(dir.join(f).parent().unwrap()).unwrap();
+            std::fs::write(dir.join(f), text).unwrap();
+        }
+        let d = digest(&dir).unwrap();
+        std::fs::write(dir.join("pci-rig-layouts.ok"), format!("{d} 42\n")).unwrap();
+        // Recorded: no bindgen runs (there is none here), the count comes back.
+        assert_eq!(check(&dir, &[]).unwrap(), (42, false));
+        // A header's alignment changed, bindings alike: checked again (and fails here, with no
+        // bindgen to run), the record gone.
+        std::fs::write(
+            dir.join("h.h"),
+            "struct e {} __attribute__((aligned(128)));",
+        )
+        .unwrap();
+        assert_ne!(digest(&dir).unwrap(), d);
+        assert!(check(&dir, &[]).is_err());
+        assert!(!dir.join("pci-rig-layouts.ok").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -733,11 +733,15 @@ pub fn build(paths: &Paths, tc: &Toolchain, tree: &Tree, flavor: &Flavor) -> Res
         ),
         ("RUSTFMT".to_string(), "/usr/bin/rustfmt".to_string()),
     ];
-    let asserted = layouts::check(&build, &env)
+    let (asserted, now) = layouts::check(&build, &env)
         .with_context(|| format!("kernel {arch}: checking bindgen's layouts"))?;
     eprintln!(
-        "kernel {arch}: {asserted} bindgen layouts (sizes, alignments, offsets) agree with the C compiler's ({:.1} s)",
-        checked.elapsed().as_secs_f64()
+        "kernel {arch}: {asserted} bindgen layouts (sizes, alignments, offsets) agree with the C compiler's ({})",
+        if now {
+            format!("{:.1} s", checked.elapsed().as_secs_f64())
+        } else {
+            "as at the last check: the same bindings, commands and headers".to_string()
+        }
     );
     std::fs::write(&stamp, inputs)?;
     eprintln!(
