@@ -375,6 +375,7 @@ pub fn mutate(paths: &Paths, opts: &MutateOptions) -> Result<bool> {
         100.0 * score,
         json.display()
     );
+    std::fs::write(dir.join("junit.xml"), junit(&judged, opts.arch, &dir))?;
     let unexpected = unexpected(&judged);
     for u in &unexpected {
         println!("mutate: {u}");
@@ -386,22 +387,53 @@ pub fn mutate(paths: &Paths, opts: &MutateOptions) -> Result<bool> {
 /// survivor (`survives`). A rule that stops catching, a mutant that no longer builds, and a
 /// blind spot that closed all show here.
 pub fn unexpected(judged: &[Judged]) -> Vec<String> {
-    judged
+    judged.iter().filter_map(surprise).collect()
+}
+
+/// Why `j`'s fate is not the catalog's expectation, if it is not.
+fn surprise(j: &Judged) -> Option<String> {
+    let name = &j.mutant.name;
+    match (&j.fate, &j.mutant.survives) {
+        (Fate::Caught { .. }, None) | (Fate::Survived { .. }, Some(_)) => None,
+        (Fate::Unviable { .. }, _) => Some(format!(
+            "{name} did not build: fix its `find`/`replace` in {CATALOG}"
+        )),
+        (Fate::Survived { .. }, None) => Some(format!(
+            "{name} survived, but the catalog expects it caught: a rule stopped catching it"
+        )),
+        (Fate::Caught { scenario, .. }, Some(_)) => Some(format!(
+            "{name} was caught by {scenario}, but the catalog lists it as a known survivor: drop its `survives` (and its line in README)"
+        )),
+    }
+}
+
+/// One JUnit case per mutant: it passes when its fate is the catalog's.
+fn junit(judged: &[Judged], arch: Arch, dir: &Path) -> String {
+    let cases: Vec<Outcome> = judged
         .iter()
-        .filter_map(|j| {
-            let name = &j.mutant.name;
-            match (&j.fate, &j.mutant.survives) {
-                (Fate::Caught { .. }, None) | (Fate::Survived { .. }, Some(_)) => None,
-                (Fate::Unviable { .. }, _) => Some(format!("{name} did not build: fix its `find`/`replace` in {CATALOG}")),
-                (Fate::Survived { .. }, None) => Some(format!(
-                    "{name} survived, but the catalog expects it caught: a rule stopped catching it"
-                )),
-                (Fate::Caught { scenario, .. }, Some(_)) => Some(format!(
-                    "{name} was caught by {scenario}, but the catalog lists it as a known survivor: drop its `survives` (and its line in README)"
-                )),
+        .map(|j| {
+            let surprise = surprise(j);
+            Outcome {
+                arch: arch.to_string(),
+                scenario: format!("mutant {}", j.mutant.name),
+                verdict: if surprise.is_some() {
+                    Verdict::Fail
+                } else {
+                    Verdict::Pass
+                },
+                duration_s: j.duration_s,
+                log: dir
+                    .join("mutants")
+                    .join(&j.mutant.name)
+                    .display()
+                    .to_string(),
+                reason: surprise.unwrap_or_else(|| describe(&j.fate)),
+                timings: Default::default(),
+                findings: Default::default(),
             }
         })
-        .collect()
+        .collect();
+    run::report::to_junit(&cases)
 }
 
 fn describe(f: &Fate) -> String {
@@ -548,6 +580,14 @@ mod tests {
         assert!(e[0].contains("known survivor"), "{e:?}");
         let e = unexpected(&[judged(Fate::Unviable { why: String::new() }, None)]);
         assert!(e[0].contains("did not build"), "{e:?}");
+        // JUnit: one case per mutant, failed only where the fate surprised.
+        let x = junit(
+            &[judged(caught(), None), judged(survived(), None)],
+            Arch::X86_64,
+            Path::new("/r"),
+        );
+        assert!(x.contains("tests=\"2\" failures=\"1\""), "{x}");
+        assert!(x.contains("a rule stopped catching it"), "{x}");
     }
 
     #[test]
