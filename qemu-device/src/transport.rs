@@ -337,7 +337,7 @@ impl ServerBackend for Backend {
 
     fn dma_map(
         &mut self,
-        _flags: DmaMapFlags,
+        flags: DmaMapFlags,
         offset: u64,
         address: u64,
         size: u64,
@@ -356,8 +356,18 @@ impl ServerBackend for Backend {
                 None
             }
         };
-        log::debug!("dma_map {address:#x}+{size:#x} offset {offset:#x}");
-        lock(&self.0).model.dma_map(address, size, memory);
+        let allowed = match (
+            flags.contains(DmaMapFlags::READ),
+            flags.contains(DmaMapFlags::WRITE),
+        ) {
+            (true, false) => crate::model::Allowed::Read,
+            (false, true) => crate::model::Allowed::Write,
+            // Neither: no direction to refuse by; a mapping the device cannot use at all is
+            // not a thing QEMU sends.
+            _ => crate::model::Allowed::ReadWrite,
+        };
+        log::debug!("dma_map {address:#x}+{size:#x} offset {offset:#x} {allowed:?}");
+        lock(&self.0).model.dma_map(address, size, memory, allowed);
         Ok(())
     }
 

@@ -314,6 +314,7 @@ fn windows_before(dma: &[DmaEvent], seq: u64) -> Vec<(u64, u64)> {
                 iova,
                 size,
                 memory: true,
+                ..
             } if s <= seq => {
                 windows.retain(|&(w, n)| !(iova < w + n && w < iova + size));
                 windows.push((iova, size));
@@ -477,6 +478,11 @@ pub fn judge(
                         ))
                     }
                 }
+            }
+            if outcome == DmaOutcome::Denied {
+                return Err(format!(
+                    "{who}: {what}: the IOMMU's permissions refused it, the guest had mapped the memory for the other direction"
+                ));
             }
             if outcome != DmaOutcome::Ok {
                 f.refused += 1;

@@ -282,12 +282,24 @@ fn refused_dmas_are_counted_and_malformed_lines_fail() {
     );
 }
 
+#[test]
+fn a_dma_the_iommus_permissions_refused_fails() {
+    let mut e = events();
+    let DmaEvent::Dma { outcome, crc, .. } = &mut e[0] else {
+        panic!("events() starts with a DMA")
+    };
+    (*outcome, *crc) = (DmaOutcome::Denied, None);
+    let err = judged(&lines(CLEAN, &[]), &device(0x6, e, false)).unwrap_err();
+    assert!(err.contains("the IOMMU's permissions refused it"), "{err}");
+}
+
 fn map(seq: u64, iova: u64, size: u64) -> DmaEvent {
     DmaEvent::Map {
         seq,
         iova,
         size,
         memory: true,
+        allowed: Default::default(),
     }
 }
 

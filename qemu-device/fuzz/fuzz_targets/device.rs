@@ -6,8 +6,26 @@
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use qemu_device::control::handle_line;
-use qemu_device::model::dma::{Event, Outcome, VecMemory};
+use qemu_device::model::dma::{self, Event, Outcome, VecMemory};
 use qemu_device::model::{bar0, config, Knobs, Model, Region, BAR0_SIZE, BAR2_SIZE};
+
+/// DMA_MAP's read/write flags.
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum Allowed {
+    ReadWrite,
+    Read,
+    Write,
+}
+
+impl From<Allowed> for dma::Allowed {
+    fn from(a: Allowed) -> Self {
+        match a {
+            Allowed::ReadWrite => dma::Allowed::ReadWrite,
+            Allowed::Read => dma::Allowed::Read,
+            Allowed::Write => dma::Allowed::Write,
+        }
+    }
+}
 
 #[derive(Arbitrary, Debug)]
 enum Step {
@@ -42,6 +60,7 @@ enum Step {
         page: u8,
         pages: u8,
         memory: bool,
+        allowed: Allowed,
     },
     DmaUnmap {
         page: u8,
@@ -191,11 +210,16 @@ fuzz_target!(|steps: Vec<Step>| {
                 logged = false;
                 m.device_reset();
             }
-            Step::DmaMap { page, pages, memory } => {
+            Step::DmaMap {
+                page,
+                pages,
+                memory,
+                allowed,
+            } => {
                 logged = false;
                 let size = u64::from(pages % 17) * PAGE;
                 let mem = memory.then(|| VecMemory::new(size as usize) as _);
-                m.dma_map(0xf000 + u64::from(page % 17) * PAGE, size, mem);
+                m.dma_map(0xf000 + u64::from(page % 17) * PAGE, size, mem, allowed.into());
             }
             Step::DmaUnmap { page, pages } => {
                 logged = false;

@@ -4,7 +4,7 @@
 
 use super::config::CMD_MASTER;
 use super::crc32::crc32;
-use super::dma::{Direction, Event, Outcome};
+use super::dma::{Direction, Event, Outcome, Refused};
 use super::Model;
 use serde::{Deserialize, Serialize};
 
@@ -235,8 +235,14 @@ impl Model {
                     self.dma.write(op.dma_addr, &bytes)
                 }
             };
-            if !moved {
-                Err((Outcome::Fault, ERR_DMA_FAULT))
+            if let Err(refused) = moved {
+                // An IOMMU's permission fault looks to the device as any other: an error it
+                // reports as a DMA fault; the log tells them apart.
+                let outcome = match refused {
+                    Refused::Unmapped => Outcome::Fault,
+                    Refused::Denied => Outcome::Denied,
+                };
+                Err((outcome, ERR_DMA_FAULT))
             } else {
                 if op.opcode == OP_DMA_TO_DEVICE {
                     self.window[range.clone()].copy_from_slice(&bytes);

@@ -26,6 +26,35 @@ pub enum Direction {
     FromDevice,
 }
 
+/// Which way the device may move data in a window: the read/write flags of QEMU's DMA_MAP.
+/// Behind a vIOMMU they are the guest's mapping permissions (QEMU 11 passes a device-read-only
+/// mapping as read-only; a device-write-only one it passes as both, so only a write to a
+/// read-only window is refused); without one, all of RAM is both.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Allowed {
+    #[default]
+    ReadWrite,
+    /// The device may only read guest memory there.
+    Read,
+    /// The device may only write guest memory there.
+    Write,
+}
+
+impl Allowed {
+    pub fn is_read_write(&self) -> bool {
+        *self == Allowed::ReadWrite
+    }
+
+    fn permits(self, dir: Direction) -> bool {
+        match (self, dir) {
+            (Allowed::ReadWrite, _) => true,
+            (Allowed::Read, d) => d == Direction::ToDevice,
+            (Allowed::Write, d) => d == Direction::FromDevice,
+        }
+    }
+}
+
 /// How a DMA ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -38,6 +67,9 @@ pub enum Outcome {
     Mask,
     /// Refused: part of the range is not mapped guest memory. Nothing moved.
     Fault,
+    /// Refused: the range is mapped, but part of it not for this direction (a write to a
+    /// read-only window, a read of a write-only one). Nothing moved.
+    Denied,
     /// Refused: the force_error knob. Nothing moved.
     Forced,
 }
@@ -54,6 +86,8 @@ pub enum Event {
         size: u64,
         /// Whether QEMU passed memory the device can reach (a file descriptor).
         memory: bool,
+        #[serde(default, skip_serializing_if = "Allowed::is_read_write")]
+        allowed: Allowed,
     },
     /// QEMU unmapped `[iova, iova + size)`; `windows` is how many mapped windows went.
     Unmap {
@@ -92,7 +126,17 @@ pub enum Event {
 struct Window {
     iova: u64,
     size: u64,
+    allowed: Allowed,
     memory: Arc<dyn GuestMemory>,
+}
+
+/// Why the engine could not move a DMA's bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// Part of the range is in no window.
+    Unmapped,
+    /// Part of it is in a window that does not allow the direction.
+    Denied,
 }
 
 /// The windows QEMU mapped, and the log.
@@ -105,17 +149,30 @@ pub struct DmaSpace {
 impl DmaSpace {
     /// Records a DMA_MAP; `memory` is `None` when QEMU passed no file descriptor (guest RAM
     /// not shareable): logged, but the device cannot reach it.
-    pub fn map(&mut self, seq: u64, iova: u64, size: u64, memory: Option<Arc<dyn GuestMemory>>) {
+    pub fn map(
+        &mut self,
+        seq: u64,
+        iova: u64,
+        size: u64,
+        memory: Option<Arc<dyn GuestMemory>>,
+        allowed: Allowed,
+    ) {
         self.log.push(Event::Map {
             seq,
             iova,
             size,
             memory: memory.is_some(),
+            allowed,
         });
         if let Some(memory) = memory {
             let size = size.min(memory.size());
             self.windows.retain(|w| !overlaps(w, iova, size));
-            self.windows.push(Window { iova, size, memory });
+            self.windows.push(Window {
+                iova,
+                size,
+                allowed,
+                memory,
+            });
         }
     }
 
@@ -131,48 +188,53 @@ impl DmaSpace {
         });
     }
 
-    /// The pieces of `[iova, iova + len)`, in order, each a window and an offset in it; `None`
-    /// if any byte is outside every window.
-    fn pieces(&self, iova: u64, len: usize) -> Option<Vec<(&Window, u64, usize)>> {
+    /// The pieces of `[iova, iova + len)`, in order, each a window and an offset in it, if
+    /// every byte is in a window that allows `dir`.
+    fn pieces(
+        &self,
+        iova: u64,
+        len: usize,
+        dir: Direction,
+    ) -> Result<Vec<(&Window, u64, usize)>, Refused> {
         let mut out = Vec::new();
         let (mut at, mut left) = (iova, len as u64);
         while left > 0 {
             let w = self
                 .windows
                 .iter()
-                .find(|w| at >= w.iova && at - w.iova < w.size)?;
+                .find(|w| at >= w.iova && at - w.iova < w.size)
+                .ok_or(Refused::Unmapped)?;
             let n = left.min(w.size - (at - w.iova));
             out.push((w, at - w.iova, n as usize));
-            at = at.checked_add(n)?;
+            at = at.checked_add(n).ok_or(Refused::Unmapped)?;
             left -= n;
         }
-        Some(out)
+        if out.iter().any(|(w, _, _)| !w.allowed.permits(dir)) {
+            return Err(Refused::Denied);
+        }
+        Ok(out)
     }
 
-    /// Reads guest memory at `iova`; false (nothing read) if part of it is not mapped.
-    pub fn read(&self, iova: u64, buf: &mut [u8]) -> bool {
-        let Some(pieces) = self.pieces(iova, buf.len()) else {
-            return false;
-        };
+    /// Reads guest memory at `iova` (the device reading: `to_device`); nothing is read if
+    /// part of it is not mapped for reading.
+    pub fn read(&self, iova: u64, buf: &mut [u8]) -> Result<(), Refused> {
         let mut done = 0;
-        for (w, off, n) in pieces {
+        for (w, off, n) in self.pieces(iova, buf.len(), Direction::ToDevice)? {
             w.memory.read(off, &mut buf[done..done + n]);
             done += n;
         }
-        true
+        Ok(())
     }
 
-    /// Writes guest memory at `iova`; false (nothing written) if part of it is not mapped.
-    pub fn write(&self, iova: u64, data: &[u8]) -> bool {
-        let Some(pieces) = self.pieces(iova, data.len()) else {
-            return false;
-        };
+    /// Writes guest memory at `iova` (`from_device`); nothing is written if part of it is not
+    /// mapped for writing.
+    pub fn write(&self, iova: u64, data: &[u8]) -> Result<(), Refused> {
         let mut done = 0;
-        for (w, off, n) in pieces {
+        for (w, off, n) in self.pieces(iova, data.len(), Direction::FromDevice)? {
             w.memory.write(off, &data[done..done + n]);
             done += n;
         }
-        true
+        Ok(())
     }
 
     pub(super) fn record(&mut self, e: Event) {

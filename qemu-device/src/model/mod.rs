@@ -11,7 +11,7 @@ mod log;
 pub use bar0::Registers;
 pub use config::ConfigSpace;
 pub use crc32::crc32;
-pub use dma::{DmaSpace, GuestMemory};
+pub use dma::{Allowed, DmaSpace, GuestMemory};
 pub use fault::{FaultKind, FaultState, Strike};
 pub use log::{Access, AccessLog, Class, Counters, Kind, Region};
 
@@ -494,9 +494,10 @@ impl Model {
         iova: u64,
         size: u64,
         memory: Option<std::sync::Arc<dyn GuestMemory>>,
+        allowed: Allowed,
     ) {
         let seq = self.log.next_seq();
-        self.dma.map(seq, iova, size, memory);
+        self.dma.map(seq, iova, size, memory, allowed);
     }
 
     /// QEMU unmapped guest memory (vfio-user DMA_UNMAP).

@@ -699,7 +699,7 @@ mod dma {
     fn with_ram() -> (Model, std::sync::Arc<VecMemory>) {
         let mut m = Model::new();
         let ram = VecMemory::new(0x1_0000);
-        m.dma_map(RAM, 0x1_0000, Some(ram.clone()));
+        m.dma_map(RAM, 0x1_0000, Some(ram.clone()), Allowed::ReadWrite);
         cfg_w32(
             &mut m,
             0x04,
@@ -949,9 +949,9 @@ mod dma {
     fn spans_adjacent_windows_and_forgets_unmapped_ones() {
         let mut m = Model::new();
         let (a, b) = (VecMemory::new(0x1000), VecMemory::new(0x1000));
-        m.dma_map(0x1000, 0x1000, Some(a.clone()));
-        m.dma_map(0x2000, 0x1000, Some(b.clone()));
-        m.dma_map(0x8000, 0x1000, None);
+        m.dma_map(0x1000, 0x1000, Some(a.clone()), Allowed::ReadWrite);
+        m.dma_map(0x2000, 0x1000, Some(b.clone()), Allowed::ReadWrite);
+        m.dma_map(0x8000, 0x1000, None, Allowed::ReadWrite);
         cfg_w32(&mut m, 0x04, u32::from(config::CMD_MASTER));
         run(&mut m, OP_FILL, 0, 0x20, 0x5a);
         assert_eq!(
@@ -996,6 +996,49 @@ mod dma {
             let line = serde_json::to_string(e).unwrap();
             assert_eq!(&serde_json::from_str::<Event>(&line).unwrap(), e, "{line}");
         }
+    }
+
+    #[test]
+    fn honours_the_maps_read_and_write_flags() {
+        let mut m = Model::new();
+        let (ro, wo) = (VecMemory::new(0x1000), VecMemory::new(0x1000));
+        m.dma_map(0x1000, 0x1000, Some(ro.clone()), Allowed::Read);
+        m.dma_map(0x2000, 0x1000, Some(wo.clone()), Allowed::Write);
+        cfg_w32(&mut m, 0x04, u32::from(config::CMD_MASTER));
+        run(&mut m, OP_FILL, 0, 0x20, 0x5a);
+        // The device may read the read-only window and write the write-only one...
+        assert_eq!(dma(&mut m, OP_DMA_CRC32, 0x1000, 0, 0x10), STATUS_DONE);
+        assert_eq!(
+            dma(&mut m, OP_DMA_FROM_DEVICE, 0x2000, 0, 0x10),
+            STATUS_DONE
+        );
+        assert_eq!(&wo.bytes()[..16], &[0x5a; 16]);
+        // ...and neither the other way, nor a range that crosses into the wrong one.
+        for (op, at) in [
+            (OP_DMA_FROM_DEVICE, 0x1000),
+            (OP_DMA_TO_DEVICE, 0x2000),
+            (OP_DMA_CRC32, 0x1ff8),
+        ] {
+            assert_eq!(
+                code(dma(&mut m, op, at, 0, 0x10)),
+                ERR_DMA_FAULT,
+                "{op} {at:#x}"
+            );
+            assert!(matches!(
+                last(&m),
+                Event::Dma {
+                    outcome: Outcome::Denied,
+                    ..
+                }
+            ));
+        }
+        assert_eq!(
+            ro.bytes(),
+            vec![0; 0x1000],
+            "nothing written to the read-only window"
+        );
+        let map = serde_json::to_string(&m.dma().log()[0]).unwrap();
+        assert!(map.contains(r#""allowed":"read""#), "{map}");
     }
 
     #[test]
