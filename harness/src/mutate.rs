@@ -287,6 +287,7 @@ fn test_options(
         jobs: opts.jobs,
         sweep: crate::sweep::Plan::Sample(1),
         modules,
+        dma_path: Default::default(),
     }
 }
 

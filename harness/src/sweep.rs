@@ -15,9 +15,9 @@ use std::fmt;
 pub const PROBE_ACCESSES: u64 = 129;
 
 /// The longest `pcirig.points=` the kernel prints whole in its `Kernel command line:` record
-/// (a printk record holds about 1000 characters, the other arguments included), from which
-/// the judge reads the points back.
-pub const CMDLINE_MAX: usize = 800;
+/// (a printk record holds about 1000 characters, the other arguments and the DMA core's
+/// trace switches included), from which the judge reads the points back.
+pub const CMDLINE_MAX: usize = 770;
 
 /// The kinds swept (the chart's rows), one boot re-arming binding after binding: the device
 /// comes back when cleared (`vanish`), was never gone (`error`; `aer`, which the host injects

@@ -66,11 +66,16 @@ enum Cmd {
         /// the `mainline-*` ones).
         #[arg(long, value_parser = ["6.12", "7", "all"])]
         kernel: Option<String>,
-        /// Boot behind a guest IOMMU (QEMU's intel-iommu and a kernel flavour with its
-        /// driver, strict unmapping), so QEMU maps the device exactly what the guest maps;
-        /// x86_64 only; without --scenario, the DMA scenarios.
-        #[arg(long)]
+        /// Boot behind a strict guest IOMMU (x86_64: QEMU's intel-iommu; arm64:
+        /// virtio-iommu), so QEMU maps the device exactly what the guest maps, when it maps
+        /// it; without --scenario, the DMA scenarios.
+        #[arg(long, conflicts_with = "bounce")]
         iommu: bool,
+        /// Bounce every streaming DMA mapping through swiotlb (`swiotlb=force`), so a wrong
+        /// direction or a missing sync changes the bytes moved; without --scenario, the DMA
+        /// scenarios.
+        #[arg(long)]
+        bounce: bool,
         /// Skip `cargo test --workspace` (skipped anyway with --scenario).
         #[arg(long)]
         no_unit_tests: bool,
@@ -212,7 +217,14 @@ fn parse_scenarios(s: &str) -> Result<Scenarios, String> {
 }
 
 fn flavor(debug: bool) -> Flavor {
-    flavor_with(debug, false)
+    Flavor {
+        line: Line::Lts,
+        extra: if debug {
+            vec!["debug".into()]
+        } else {
+            Vec::new()
+        },
+    }
 }
 
 fn parse_line(s: &str) -> Result<Line, String> {
@@ -220,17 +232,6 @@ fn parse_line(s: &str) -> Result<Line, String> {
         "6.12" => Ok(Line::Lts),
         "7" => Ok(Line::Mainline),
         _ => Err(format!("{s:?} is no kernel line; one of: 6.12, 7")),
-    }
-}
-
-fn flavor_with(debug: bool, iommu: bool) -> Flavor {
-    Flavor {
-        line: Line::Lts,
-        extra: [(debug, "debug"), (iommu, "iommu")]
-            .iter()
-            .filter(|(on, _)| *on)
-            .map(|(_, name)| name.to_string())
-            .collect(),
     }
 }
 
@@ -279,6 +280,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
             debug,
             kernel,
             iommu,
+            bounce,
             no_unit_tests,
             unit_tests,
             repeat,
@@ -299,14 +301,23 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 None if only_sweep => Some(vec![&scenario::SWEEP]),
                 s => s.map(|s| s.0),
             };
-            if iommu && arch.0 != [harness::arch::Arch::X86_64] {
-                anyhow::bail!("--iommu is x86_64's (QEMU's intel-iommu): add --arch x86_64");
+            let dma_path = match (iommu, bounce) {
+                (true, _) => run::DmaPath::Iommu,
+                (_, true) => run::DmaPath::Bounce,
+                _ => run::DmaPath::Direct,
+            };
+            if let Some((a, why)) = arch
+                .0
+                .iter()
+                .find_map(|&a| Some((a, dma_path.unsupported(a)?)))
+            {
+                anyhow::bail!("--iommu on {a}: {why}");
             }
             let asked = scenario.is_some();
             let scenarios = match (soak, scenario) {
                 (true, _) => scenario::SOAK.to_vec(),
                 (false, Some(s)) => s,
-                (false, None) if iommu => scenario::IOMMU.to_vec(),
+                (false, None) if dma_path != run::DmaPath::Direct => scenario::IOMMU.to_vec(),
                 (false, None) if debug => scenario::DEBUG.to_vec(),
                 (false, None) => scenario::ALL.to_vec(),
             };
@@ -327,7 +338,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 arches,
                 mainline_arches,
                 scenarios,
-                flavor: flavor_with(debug, iommu),
+                flavor: flavor(debug),
                 unit_tests: unit_tests || (!no_unit_tests && !soak && !asked),
                 repeat: repeat as usize,
                 jobs: jobs.map_or_else(
@@ -338,6 +349,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 ),
                 sweep: plan,
                 modules: None,
+                dma_path,
             };
             return run::test(&paths, &opts);
         }

@@ -576,6 +576,7 @@ fn oracle_cost(
                     jobs: 1,
                     sweep: crate::sweep::Plan::All,
                     modules: None,
+                    dma_path: Default::default(),
                 },
                 &sub,
             )?;
@@ -689,6 +690,7 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
             jobs: 1,
             sweep: crate::sweep::Plan::All,
             modules: None,
+            dma_path: Default::default(),
         },
         &dir,
     )?;
@@ -752,6 +754,7 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
             jobs: 1,
             sweep: crate::sweep::Plan::All,
             modules: None,
+            dma_path: Default::default(),
         },
         &sub,
     )?;
@@ -794,6 +797,7 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
             jobs: 1,
             sweep: crate::sweep::Plan::Points(points.clone()),
             modules: None,
+            dma_path: Default::default(),
         },
         &sub,
     )?;

@@ -6,6 +6,7 @@ pub mod accounting;
 pub mod acks;
 pub mod config;
 pub mod dma;
+pub mod dma_core;
 pub mod driver;
 pub mod known;
 pub mod ktap;
@@ -512,6 +513,20 @@ fn dma_expected(
     Ok(format!(", the stream {rounds:?} rounds"))
 }
 
+/// The DMA core's record against the driver's `# dma` lines, when the boot asked for it
+/// (`dma_core::CMDLINE`); a summary when the driver mapped anything.
+fn dma_core_agrees(lines: &[String]) -> Result<String, String> {
+    if !dma_core::traced(lines) {
+        return Ok(String::new());
+    }
+    let a = dma_core::agrees(lines)?;
+    Ok(if a.mappings > 0 {
+        a.summary()
+    } else {
+        String::new()
+    })
+}
+
 /// The servers' access logs, in attach order.
 fn logs(device: &[Stopped]) -> Vec<&[Access]> {
     device.iter().map(|d| &d.log[..]).collect()
@@ -644,7 +659,7 @@ fn judge_sweep(
     let acks = acks::acks_are_status_read(&history, &n.seqs, &logs(device))?;
     let seen = oracle_check(c, &history, device)?;
     n.dma = dma::check(&history, &n, device, dma::behind_iommu(&c.lines))?;
-    let seen = format!("{seen}{}", n.dma.summary());
+    let seen = format!("{seen}{}{}", n.dma.summary(), dma_core_agrees(lines)?);
     let results = sweep::judge(scenario, &points, &history, &n.probes, &logs(device), lines)?;
     let aer = points
         .iter()
@@ -771,8 +786,9 @@ fn judge_driver(
     let seen = oracle_check(c, &history, device)?;
     n.dma = dma::check(&history, &n, device, dma::behind_iommu(&c.lines))?;
     let seen = format!(
-        "{seen}{}{}",
+        "{seen}{}{}{}",
         n.dma.summary(),
+        dma_core_agrees(lines)?,
         dma_expected(&r, &n.dma, if want.dma { probes } else { 0 }, want.stream)?
     );
     // A worker that gave up in a binding that never ended left a bound

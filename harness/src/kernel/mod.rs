@@ -153,12 +153,6 @@ impl Flavor {
         }
     }
 
-    /// Whether guests of this flavour boot behind a guest IOMMU (`iommu`, x86_64's
-    /// intel-iommu): the device is then mapped exactly what the guest maps.
-    pub fn iommu(&self) -> bool {
-        self.extra.iter().any(|e| e == "iommu")
-    }
-
     pub fn name(&self) -> String {
         if self.extra.is_empty() {
             "base".into()

@@ -60,8 +60,6 @@ pub struct Prepared {
     /// How many times its scenarios' timeouts a boot of this kernel gets
     /// ([`Flavor::slowdown`]).
     pub slowdown: u32,
-    /// Boots go behind a guest IOMMU ([`Flavor::iommu`]).
-    pub iommu: bool,
     /// The kernel's `CONFIG_HZ`.
     pub hz: Option<u32>,
 }
@@ -185,7 +183,6 @@ pub fn prepare(
         driver,
         platform,
         slowdown: flavor.slowdown(),
-        iommu: flavor.iommu(),
     })
 }
 
@@ -227,6 +224,7 @@ pub fn interactive(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<()> {
         oracle: None,
         vcpu_yield: None,
         sweep: &crate::sweep::Plan::All,
+        dma_path: DmaPath::Direct,
     };
     let mut g = rig.guest(&Scenario::runner("shell", "", Duration::MAX), &dir);
     g.extra_args = vec!["-device".into(), server.qemu_device()];
@@ -281,18 +279,60 @@ struct Rig<'a> {
     vcpu_yield: Option<&'a Path>,
     /// The removal-point sweep's plan (the `sweep` scenarios).
     sweep: &'a crate::sweep::Plan,
+    dma_path: DmaPath,
+}
+
+/// How the guest's DMA reaches the device: QEMU options and the kernel command line only,
+/// every kernel has the drivers for each (`cargo xtask test --iommu`, `--bounce`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DmaPath {
+    /// Guest-physical addresses, all of RAM mapped for the device at once: most machines.
+    #[default]
+    Direct,
+    /// Behind a vIOMMU, strict: x86_64's intel-iommu, arm64's virtio-iommu. QEMU maps the
+    /// device exactly what the guest maps, when the guest maps it (DMA_MAP/DMA_UNMAP).
+    Iommu,
+    /// Every streaming mapping bounced through swiotlb (`swiotlb=force`): a wrong direction
+    /// or a missing sync changes the bytes the device or the CPU sees.
+    Bounce,
+}
+
+impl DmaPath {
+    /// Why `arch` cannot run this path, if it cannot.
+    pub fn unsupported(self, arch: Arch) -> Option<&'static str> {
+        match (self, arch) {
+            (DmaPath::Iommu, Arch::Riscv64) => Some(
+                "riscv64 has no vIOMMU driver on 6.12 (VIRTIO_IOMMU is ARM64 || X86 there, \
+                 riscv-iommu came later): use --bounce there",
+            ),
+            _ => None,
+        }
+    }
+
+    /// QEMU's devices for it; the IOMMU comes before every other device (QEMU attaches PCI
+    /// devices to it as they are created).
+    fn qemu_args(self, arch: Arch) -> &'static [&'static str] {
+        match (self, arch) {
+            // Caching mode: QEMU sees each mapping the guest makes and passes it on to
+            // the device server.
+            (DmaPath::Iommu, Arch::X86_64) => &["-device", "intel-iommu,caching-mode=on"],
+            (DmaPath::Iommu, Arch::Arm64) => &["-device", "virtio-iommu-pci"],
+            _ => &[],
+        }
+    }
+
+    fn cmdline(self, arch: Arch) -> &'static str {
+        match (self, arch) {
+            (DmaPath::Iommu, Arch::X86_64) => " intel_iommu=on",
+            (DmaPath::Bounce, _) => " swiotlb=force",
+            _ => "",
+        }
+    }
 }
 
 impl Rig<'_> {
     fn guest<'a>(&'a self, s: &Scenario, dir: &'a Path) -> Guest<'a> {
-        // The guest IOMMU comes before every other device (QEMU attaches PCI devices to it as
-        // they are created); caching mode, so that QEMU sees each mapping the guest makes and
-        // passes it on to the device server (vfio-user DMA_MAP/DMA_UNMAP).
-        let iommu: &[&str] = if self.p.iommu {
-            &["-device", "intel-iommu,caching-mode=on"]
-        } else {
-            &[]
-        };
+        let arch = self.p.kernel.arch;
         let mut g = Guest {
             arch: self.p.kernel.arch,
             qemu: &self.tc.qemu,
@@ -309,7 +349,9 @@ impl Rig<'_> {
                 _ => format!("pcirig.scenario={} {}", s.script_name(), s.cmdline),
             },
             dir,
-            extra_args: iommu
+            extra_args: self
+                .dma_path
+                .qemu_args(arch)
                 .iter()
                 .copied()
                 .chain(s.stock_devices.iter().flat_map(|d| ["-device", d]))
@@ -317,8 +359,11 @@ impl Rig<'_> {
                 .map(str::to_string)
                 .collect(),
         };
-        if self.p.iommu {
-            g.cmdline.push_str(" intel_iommu=on");
+        g.cmdline.push_str(self.dma_path.cmdline(arch));
+        if matches!(s.check, Check::Driver(_) | Check::Sweep(_)) {
+            // The DMA core's own record of every mapping, on the console in printk order with
+            // the driver's lines (judge/dma_core.rs).
+            g.cmdline.push_str(crate::judge::dma_core::CMDLINE);
         }
         if let Some(so) = self.vcpu_yield {
             g.extra_args
@@ -991,6 +1036,7 @@ pub struct TestOptions {
     /// Build the out-of-tree modules (driver, bench, platform) from this copy of
     /// `guest-kernel` instead (`cargo xtask mutate`'s mutants).
     pub modules: Option<PathBuf>,
+    pub dma_path: DmaPath,
 }
 
 /// `cargo xtask test`. Returns whether every verdict passed.
@@ -1326,6 +1372,7 @@ impl Runner<'_> {
                 oracle: host.oracle.as_deref(),
                 vcpu_yield: host.vcpu_yield.as_deref(),
                 sweep: &self.opts.sweep,
+                dma_path: self.opts.dma_path,
             }
             .selftest_case(case, &self.log_dir(arch, s, i))
             .unwrap_or_else(|e| Err(format!("{}: could not run: {e:#}", case.scenario.name))),
@@ -1368,6 +1415,7 @@ impl Runner<'_> {
                 oracle: host.oracle.as_deref(),
                 vcpu_yield: host.vcpu_yield.as_deref(),
                 sweep: &self.opts.sweep,
+                dma_path: self.opts.dma_path,
             }
             .run_scenario(s, &log),
             (Err(e), _) => Judgement::plain(
