@@ -127,7 +127,12 @@ enum Cmd {
         /// Do not boot the clean tree through the mutants' scenarios first.
         #[arg(long)]
         no_clean: bool,
-        /// List the catalog and exit.
+        /// Instead of the catalog, the mutants a Rust parser's operators make of this module
+        /// source (e.g. guest-kernel/driver/pci_rig.rs): negated comparisons, constant
+        /// conditions, calls left out, errors ignored, DMA directions swapped, off-by-ones.
+        #[arg(long, value_name = "FILE")]
+        generate: Option<String>,
+        /// List the mutants (the catalog, or the generated set) and exit.
         #[arg(long)]
         list: bool,
     },
@@ -397,17 +402,32 @@ fn run_cli(cli: Cli) -> Result<bool> {
             seed,
             jobs,
             no_clean,
+            generate,
             list,
         } => {
+            let opts = harness::mutate::MutateOptions {
+                arch,
+                only,
+                sample: None,
+                jobs: jobs.map_or_else(
+                    || 3 * std::thread::available_parallelism().map_or(1, usize::from),
+                    |j| j as usize,
+                ),
+                clean_first: !no_clean,
+                generate,
+            };
             if list {
-                for m in harness::mutate::catalog(&paths.root)? {
-                    println!(
-                        "{:<28} {:<22} {} ({})",
-                        m.name,
-                        m.class,
-                        m.file,
-                        m.scenarios.join(", ")
-                    );
+                for m in harness::mutate::all(&paths.root, &opts)? {
+                    match m.at {
+                        Some(_) => println!("{:<56} {}", m.name, m.why),
+                        None => println!(
+                            "{:<28} {:<22} {} ({})",
+                            m.name,
+                            m.class,
+                            m.file,
+                            m.scenarios.join(", ")
+                        ),
+                    }
                 }
                 return Ok(true);
             }
@@ -422,16 +442,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 );
                 (n, seed)
             });
-            let opts = harness::mutate::MutateOptions {
-                arch,
-                only,
-                sample,
-                jobs: jobs.map_or_else(
-                    || 3 * std::thread::available_parallelism().map_or(1, usize::from),
-                    |j| j as usize,
-                ),
-                clean_first: !no_clean,
-            };
+            let opts = harness::mutate::MutateOptions { sample, ..opts };
             return harness::mutate::mutate(&paths, &opts);
         }
         Cmd::Regs { check } => {

@@ -18,6 +18,8 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+pub mod generate;
+
 /// The catalog, relative to the checkout.
 pub const CATALOG: &str = "harness/mutants.toml";
 
@@ -46,6 +48,10 @@ pub struct Mutant {
     /// survive; if it is caught, the catalog (and README) must say so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub survives: Option<String>,
+    /// Where `find` starts in `file` (bytes), when it is not unique there: a generated
+    /// mutant's (`generate.rs`). The catalog's are found by their text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -118,7 +124,19 @@ pub fn lay(root: &Path, scratch: &Path, m: &Mutant) -> Result<PathBuf> {
     }
     let file = scratch.join(&m.file);
     let source = std::fs::read_to_string(&file)?;
-    std::fs::write(&file, source.replacen(&m.find, &m.replace, 1))?;
+    let mutated = match m.at {
+        None => source.replacen(&m.find, &m.replace, 1),
+        Some(at) if source.get(at..at + m.find.len()) == Some(m.find.as_str()) => {
+            format!("{}{}{}", &source[..at], m.replace, &source[at + m.find.len()..])
+        }
+        Some(at) => bail!(
+            "{}: mutant `{}` expects `{}` at byte {at}, the file has changed since it was generated: generate again",
+            m.file,
+            m.name,
+            m.find
+        ),
+    };
+    std::fs::write(&file, mutated)?;
     Ok(guest)
 }
 
@@ -224,6 +242,17 @@ pub struct MutateOptions {
     pub jobs: usize,
     /// Boot the clean modules first through every scenario the mutants name.
     pub clean_first: bool,
+    /// The generated mutants of this module source (relative to the checkout), instead of
+    /// the catalog.
+    pub generate: Option<String>,
+}
+
+/// The mutants to pick from: the catalog, or the generated set of `opts.generate`.
+pub fn all(root: &Path, opts: &MutateOptions) -> Result<Vec<Mutant>> {
+    match &opts.generate {
+        Some(file) => generate::generate(root, file),
+        None => catalog(root),
+    }
 }
 
 /// The mutants `opts` picks from `all`, in catalog order.
@@ -232,7 +261,8 @@ pub fn pick(all: Vec<Mutant>, opts: &MutateOptions) -> Result<Vec<Mutant>> {
         if !all.iter().any(|m| &m.name == name) {
             let names: Vec<&str> = all.iter().map(|m| m.name.as_str()).collect();
             bail!(
-                "no mutant `{name}` in {CATALOG}; its mutants: {}",
+                "no mutant `{name}` in {}; its mutants: {}",
+                opts.generate.as_deref().unwrap_or(CATALOG),
                 names.join(", ")
             );
         }
@@ -300,7 +330,7 @@ fn runs_on(m: &Mutant, arch: Arch) -> bool {
 
 /// `cargo xtask mutate`. Returns whether every mutant met the catalog's expectation.
 pub fn mutate(paths: &Paths, opts: &MutateOptions) -> Result<bool> {
-    let (mutants, elsewhere): (Vec<Mutant>, Vec<Mutant>) = pick(catalog(&paths.root)?, opts)?
+    let (mutants, elsewhere): (Vec<Mutant>, Vec<Mutant>) = pick(all(&paths.root, opts)?, opts)?
         .into_iter()
         .partition(|m| runs_on(m, opts.arch));
     if !elsewhere.is_empty() {
@@ -394,6 +424,10 @@ pub fn unexpected(judged: &[Judged]) -> Vec<String> {
 /// Why `j`'s fate is not the catalog's expectation, if it is not.
 fn surprise(j: &Judged) -> Option<String> {
     let name = &j.mutant.name;
+    if j.mutant.at.is_some() {
+        // A generated mutant has no expectation: its fate is only counted.
+        return None;
+    }
     match (&j.fate, &j.mutant.survives) {
         (Fate::Caught { .. }, None) | (Fate::Survived { .. }, Some(_)) => None,
         (Fate::Unviable { .. }, _) => Some(format!(
@@ -564,6 +598,7 @@ mod tests {
                 scenarios: vec![],
                 why: String::new(),
                 survives: survives.map(str::to_string),
+                at: None,
             },
             fate,
             duration_s: 0.0,
@@ -600,6 +635,7 @@ mod tests {
             sample: Some((3, seed)),
             jobs: 1,
             clean_first: false,
+            generate: None,
         };
         let names = |seed| -> Vec<String> {
             pick(catalog(root).unwrap(), &opts(seed))
