@@ -132,6 +132,11 @@ enum Cmd {
         /// conditions, calls left out, errors ignored, DMA directions swapped, off-by-ones.
         #[arg(long, value_name = "FILE")]
         generate: Option<String>,
+        /// Switch these judge rules off (comma list: ack-values, interrupts-off,
+        /// failed-probe-quiesced, dma-core), to see which mutants only they catch: a
+        /// weakened judge, for measuring the rig, never for a verdict.
+        #[arg(long, value_delimiter = ',', value_parser = harness::judge::Rule::parse)]
+        weaken: Vec<harness::judge::Rule>,
         /// List the mutants (the catalog, or the generated set) and exit.
         #[arg(long)]
         list: bool,
@@ -403,8 +408,13 @@ fn run_cli(cli: Cli) -> Result<bool> {
             jobs,
             no_clean,
             generate,
+            weaken,
             list,
         } => {
+            if !weaken.is_empty() {
+                eprintln!("mutate: the judge is weakened ({weaken:?} off): these fates measure the rig without those rules, they are no verdicts");
+                harness::judge::weaken(weaken).map_err(anyhow::Error::msg)?;
+            }
             let opts = harness::mutate::MutateOptions {
                 arch,
                 only,

@@ -513,10 +513,61 @@ fn dma_expected(
     Ok(format!(", the stream {rounds:?} rounds"))
 }
 
+/// Judge rules that `cargo xtask mutate --weaken` can switch off, to measure what each one
+/// alone catches (the score with it off against the score with it on).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rule {
+    /// `acks::acks_are_status_read`.
+    AckValues,
+    /// `acks::interrupts_off_at_end`.
+    InterruptsOff,
+    /// `config::quiesced` for the bindings whose probe failed.
+    FailedProbeQuiesced,
+    /// `dma_core::agrees`.
+    DmaCore,
+}
+
+impl Rule {
+    pub const ALL: [(&'static str, Rule); 4] = [
+        ("ack-values", Rule::AckValues),
+        ("interrupts-off", Rule::InterruptsOff),
+        ("failed-probe-quiesced", Rule::FailedProbeQuiesced),
+        ("dma-core", Rule::DmaCore),
+    ];
+
+    pub fn parse(name: &str) -> Result<Rule, String> {
+        Rule::ALL
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, r)| *r)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Rule::ALL.iter().map(|(n, _)| *n).collect();
+                format!(
+                    "{name:?} is no judge rule that can be switched off; one of: {}",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+static WEAKENED: std::sync::OnceLock<Vec<Rule>> = std::sync::OnceLock::new();
+
+/// Switches `rules` off for the rest of this process: a weakened judge, whose verdicts are no
+/// longer the rig's (for `cargo xtask mutate --weaken` alone). Once per process.
+pub fn weaken(rules: Vec<Rule>) -> Result<(), String> {
+    WEAKENED
+        .set(rules)
+        .map_err(|_| "the judge was weakened already".to_string())
+}
+
+fn rule_on(rule: Rule) -> bool {
+    !WEAKENED.get().is_some_and(|w| w.contains(&rule))
+}
+
 /// The DMA core's record against the driver's `# dma` lines, when the boot asked for it
 /// (`dma_core::CMDLINE`); a summary when the driver mapped anything.
 fn dma_core_agrees(lines: &[String]) -> Result<String, String> {
-    if !dma_core::traced(lines) {
+    if !dma_core::traced(lines) || !rule_on(Rule::DmaCore) {
         return Ok(String::new());
     }
     let a = dma_core::agrees(lines)?;
@@ -654,9 +705,14 @@ fn judge_sweep(
         ));
     }
     let quiesced = config::quiesced(&n.ended, &logs(device))?;
-    acks::interrupts_off_at_end(&n.probes, &n.ended, &logs(device))?;
+    if rule_on(Rule::InterruptsOff) {
+        acks::interrupts_off_at_end(&n.probes, &n.ended, &logs(device))?;
+    }
     let irq_counts = acks::irq_count_is_acks(&n.probes, &logs(device))?;
-    let acks = acks::acks_are_status_read(&history, &n.seqs, &logs(device))?;
+    let acks = match rule_on(Rule::AckValues) {
+        true => acks::acks_are_status_read(&history, &n.seqs, &logs(device))?,
+        false => 0,
+    };
     let seen = oracle_check(c, &history, device)?;
     n.dma = dma::check(&history, &n, device, dma::behind_iommu(&c.lines))?;
     let seen = format!("{seen}{}{}", n.dma.summary(), dma_core_agrees(lines)?);
@@ -779,10 +835,18 @@ fn judge_driver(
             last: p.last,
         })
         .collect();
-    let quiesced_failed = config::quiesced(&failed_ends, &logs(device))?;
-    acks::interrupts_off_at_end(&n.probes, &n.ended, &logs(device))?;
+    let quiesced_failed = match rule_on(Rule::FailedProbeQuiesced) {
+        true => config::quiesced(&failed_ends, &logs(device))?,
+        false => 0,
+    };
+    if rule_on(Rule::InterruptsOff) {
+        acks::interrupts_off_at_end(&n.probes, &n.ended, &logs(device))?;
+    }
     let irq_counts = acks::irq_count_is_acks(&n.probes, &logs(device))?;
-    let acks = acks::acks_are_status_read(&history, &n.seqs, &logs(device))?;
+    let acks = match rule_on(Rule::AckValues) {
+        true => acks::acks_are_status_read(&history, &n.seqs, &logs(device))?,
+        false => 0,
+    };
     let seen = oracle_check(c, &history, device)?;
     n.dma = dma::check(&history, &n, device, dma::behind_iommu(&c.lines))?;
     let seen = format!(
