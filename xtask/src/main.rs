@@ -137,6 +137,12 @@ enum Cmd {
         /// weakened judge, for measuring the rig, never for a verdict.
         #[arg(long, value_delimiter = ',', value_parser = harness::judge::Rule::parse)]
         weaken: Vec<harness::judge::Rule>,
+        /// Boot the mutants behind a strict vIOMMU (as `test --iommu`).
+        #[arg(long, conflicts_with = "bounce")]
+        iommu: bool,
+        /// Boot the mutants with every streaming mapping bounced (as `test --bounce`).
+        #[arg(long)]
+        bounce: bool,
         /// List the mutants (the catalog, or the generated set) and exit.
         #[arg(long)]
         list: bool,
@@ -237,6 +243,19 @@ fn flavor(debug: bool) -> Flavor {
     }
 }
 
+/// The DMA path `--iommu`/`--bounce` ask for, if every one of `arches` can run it.
+fn dma_path(iommu: bool, bounce: bool, arches: &[Arch]) -> anyhow::Result<run::DmaPath> {
+    let path = match (iommu, bounce) {
+        (true, _) => run::DmaPath::Iommu,
+        (_, true) => run::DmaPath::Bounce,
+        _ => run::DmaPath::Direct,
+    };
+    if let Some((a, why)) = arches.iter().find_map(|&a| Some((a, path.unsupported(a)?))) {
+        anyhow::bail!("--iommu on {a}: {why}");
+    }
+    Ok(path)
+}
+
 fn parse_line(s: &str) -> Result<Line, String> {
     match s {
         "6.12" => Ok(Line::Lts),
@@ -311,18 +330,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 None if only_sweep => Some(vec![&scenario::SWEEP]),
                 s => s.map(|s| s.0),
             };
-            let dma_path = match (iommu, bounce) {
-                (true, _) => run::DmaPath::Iommu,
-                (_, true) => run::DmaPath::Bounce,
-                _ => run::DmaPath::Direct,
-            };
-            if let Some((a, why)) = arch
-                .0
-                .iter()
-                .find_map(|&a| Some((a, dma_path.unsupported(a)?)))
-            {
-                anyhow::bail!("--iommu on {a}: {why}");
-            }
+            let dma_path = dma_path(iommu, bounce, &arch.0)?;
             let asked = scenario.is_some();
             let scenarios = match (soak, scenario) {
                 (true, _) => scenario::SOAK.to_vec(),
@@ -409,8 +417,11 @@ fn run_cli(cli: Cli) -> Result<bool> {
             no_clean,
             generate,
             weaken,
+            iommu,
+            bounce,
             list,
         } => {
+            let dma_path = dma_path(iommu, bounce, &[arch])?;
             if !weaken.is_empty() {
                 eprintln!("mutate: the judge is weakened ({weaken:?} off): these fates measure the rig without those rules, they are no verdicts");
                 harness::judge::weaken(weaken).map_err(anyhow::Error::msg)?;
@@ -425,6 +436,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 ),
                 clean_first: !no_clean,
                 generate,
+                dma_path,
             };
             if list {
                 for m in harness::mutate::all(&paths.root, &opts)? {

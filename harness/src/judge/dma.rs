@@ -196,13 +196,23 @@ struct Live {
     len: u64,
 }
 
-/// Whether the guest booted behind its IOMMU, by the kernel's own copy of its command line.
+/// Whether our device sat behind the guest's IOMMU, by the kernel's own word: it put a device
+/// our driver printed for into an IOMMU group (`pci 0000:01:00.0: Adding to iommu group 3`;
+/// on arm64 the group is made at probe, under the driver's name). Whichever vIOMMU it was.
 pub fn behind_iommu(lines: &[String]) -> bool {
-    lines
-        .iter()
-        .map(|l| crate::guest::console::strip_timestamp(l))
-        .find(|l| l.starts_with("Kernel command line:"))
-        .is_some_and(|l| l.split_whitespace().any(|w| w == "intel_iommu=on"))
+    let texts = || {
+        lines
+            .iter()
+            .map(|l| crate::guest::console::strip_timestamp(l))
+    };
+    let ours: Vec<&str> = texts()
+        .filter_map(|l| l.strip_prefix("pci_rig ")?.split_once(": ").map(|(d, _)| d))
+        .collect();
+    texts().any(|l| {
+        l.split_once(": Adding to iommu group ")
+            .and_then(|(who, _)| who.split_whitespace().nth(1))
+            .is_some_and(|dev| ours.contains(&dev))
+    })
 }
 
 /// The oracle over a boot: the console's history, what the accounting matched, the servers;

@@ -348,9 +348,24 @@ fn behind_an_iommu_the_devices_maps_must_witness_the_drivers() {
     );
     // Without an IOMMU nothing is asked of the device's maps.
     assert_eq!(judged(&lines, &with(vec![])).unwrap().witnessed, 0);
-    let cmdline = |w: &str| vec![format!("[    0.0] Kernel command line: console=ttyS0 {w}")];
-    assert!(behind_iommu(&cmdline("intel_iommu=on")));
-    assert!(!behind_iommu(&cmdline("intel_iommu=off")));
+    let grouped = |who: &str| {
+        vec![
+            format!("<6>[    0.4] {who}: Adding to iommu group 3"),
+            "<6>[    1.1] pci_rig 0000:01:00.0: event probe_begin".to_string(),
+        ]
+    };
+    assert!(
+        behind_iommu(&grouped("pci 0000:01:00.0")),
+        "x86_64: at enumeration"
+    );
+    assert!(
+        behind_iommu(&grouped("pci_rig 0000:01:00.0")),
+        "arm64: at probe"
+    );
+    assert!(
+        !behind_iommu(&grouped("pcieport 0000:00:01.0")),
+        "another device's group"
+    );
 }
 
 fn unmap(seq: u64, iova: u64) -> DmaEvent {

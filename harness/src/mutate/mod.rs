@@ -245,6 +245,8 @@ pub struct MutateOptions {
     /// The generated mutants of this module source (relative to the checkout), instead of
     /// the catalog.
     pub generate: Option<String>,
+    /// How the guests' DMA reaches the device (`--iommu`, `--bounce`).
+    pub dma_path: run::DmaPath,
 }
 
 /// The mutants to pick from: the catalog, or the generated set of `opts.generate`.
@@ -317,7 +319,7 @@ fn test_options(
         jobs: opts.jobs,
         sweep: crate::sweep::Plan::Sample(1),
         modules,
-        dma_path: Default::default(),
+        dma_path: opts.dma_path,
     }
 }
 
@@ -636,6 +638,7 @@ mod tests {
             jobs: 1,
             clean_first: false,
             generate: None,
+            dma_path: Default::default(),
         };
         let names = |seed| -> Vec<String> {
             pick(catalog(root).unwrap(), &opts(seed))
