@@ -367,6 +367,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 ),
                 sweep: plan,
                 modules: None,
+                device: None,
                 dma_path,
             };
             return run::test(&paths, &opts);

@@ -18,6 +18,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+pub mod device;
 pub mod generate;
 
 /// The catalog, relative to the checkout.
@@ -79,7 +80,9 @@ pub fn catalog(root: &Path) -> Result<Vec<Mutant>> {
         for s in &m.scenarios {
             scenario::find(s).map_err(|e| anyhow::anyhow!("{}: {e}", at()))?;
         }
-        module_dir(&m.file).with_context(at)?;
+        if !device::is_device(&m.file) {
+            module_dir(&m.file).with_context(at)?;
+        }
         let source = std::fs::read_to_string(root.join(&m.file))
             .with_context(|| format!("{}: reading {}", at(), m.file))?;
         let n = source.matches(&m.find).count();
@@ -115,15 +118,34 @@ fn module_dir(file: &str) -> Result<&str> {
         })
 }
 
-/// Copies `guest-kernel`'s module folders from `root` into `scratch` and lays
-/// `m` over its file. Returns the scratch `guest-kernel`.
-pub fn lay(root: &Path, scratch: &Path, m: &Mutant) -> Result<PathBuf> {
-    let guest = scratch.join("guest-kernel");
-    for dir in MODULE_DIRS {
-        copy_dir(&root.join("guest-kernel").join(dir), &guest.join(dir))?;
-    }
-    let file = scratch.join(&m.file);
-    let source = std::fs::read_to_string(&file)?;
+/// Where a mutant was laid: the scratch copy the next build reads.
+pub enum Laid {
+    /// A copy of `guest-kernel`'s module folders (a module mutant's).
+    Modules(PathBuf),
+    /// A workspace of the device's crates (a device mutant's).
+    Device(PathBuf),
+}
+
+/// Copies what `m` changes from `root` into `scratch` (`guest-kernel`'s module folders, or
+/// the device's crates) and lays `m` over its file.
+pub fn lay(root: &Path, scratch: &Path, m: &Mutant) -> Result<Laid> {
+    let (laid, file) = if device::is_device(&m.file) {
+        let ws = device::lay_crates(root, scratch)?;
+        (Laid::Device(ws.clone()), ws.join(&m.file))
+    } else {
+        let guest = scratch.join("guest-kernel");
+        for dir in MODULE_DIRS {
+            copy_dir(&root.join("guest-kernel").join(dir), &guest.join(dir))?;
+        }
+        (Laid::Modules(guest), scratch.join(&m.file))
+    };
+    edit(&file, m)?;
+    Ok(laid)
+}
+
+/// Lays `m`'s change over `file`, a copy of its file.
+fn edit(file: &Path, m: &Mutant) -> Result<()> {
+    let source = std::fs::read_to_string(file)?;
     let mutated = match m.at {
         None => source.replacen(&m.find, &m.replace, 1),
         Some(at) if source.get(at..at + m.find.len()) == Some(m.find.as_str()) => {
@@ -136,11 +158,11 @@ pub fn lay(root: &Path, scratch: &Path, m: &Mutant) -> Result<PathBuf> {
             m.find
         ),
     };
-    std::fs::write(&file, mutated)?;
-    Ok(guest)
+    std::fs::write(file, mutated)?;
+    Ok(())
 }
 
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+pub(crate) fn copy_dir(from: &Path, to: &Path) -> Result<()> {
     std::fs::create_dir_all(to)?;
     for e in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
         let e = e?;
@@ -307,8 +329,13 @@ fn scenarios_of(m: &Mutant) -> Vec<&'static Scenario> {
 fn test_options(
     opts: &MutateOptions,
     scenarios: Vec<&'static Scenario>,
-    modules: Option<PathBuf>,
+    laid: Option<Laid>,
 ) -> TestOptions {
+    let (modules, device) = match laid {
+        Some(Laid::Modules(m)) => (Some(m), None),
+        Some(Laid::Device(server)) => (None, Some(server)),
+        None => (None, None),
+    };
     TestOptions {
         arches: vec![opts.arch],
         mainline_arches: vec![opts.arch],
@@ -319,6 +346,7 @@ fn test_options(
         jobs: opts.jobs,
         sweep: crate::sweep::Plan::Sample(1),
         modules,
+        device,
         dma_path: opts.dma_path,
     }
 }
@@ -372,15 +400,27 @@ pub fn mutate(paths: &Paths, opts: &MutateOptions) -> Result<bool> {
     }
     let mut judged = Vec::new();
     for m in &mutants {
-        let scratch = dir.join("mutants").join(&m.name);
-        let guest = lay(&paths.root, &scratch, m)?;
+        let scratch = dir.join("mutants").join(m.name.replace(['/', ':'], "_"));
         let t = std::time::Instant::now();
-        let outcomes = run::scenarios(
-            paths,
-            &test_options(opts, scenarios_of(m), Some(guest)),
-            &scratch,
-        )?;
-        let fate = fate(&outcomes);
+        let laid = match lay(&paths.root, &scratch, m)? {
+            Laid::Device(ws) => match device::build(paths, &ws)? {
+                device::Built::Server(server) => Ok(Laid::Device(server)),
+                device::Built::Unviable(why) => Err(Fate::Unviable { why }),
+                device::Built::TestsFailed(reason) => Err(Fate::Caught {
+                    scenario: "unit tests (qemu-device)".into(),
+                    reason,
+                }),
+            },
+            modules => Ok(modules),
+        };
+        let fate = match laid {
+            Ok(laid) => fate(&run::scenarios(
+                paths,
+                &test_options(opts, scenarios_of(m), Some(laid)),
+                &scratch,
+            )?),
+            Err(fate) => fate,
+        };
         eprintln!("mutate: {}: {}", m.name, describe(&fate));
         judged.push(Judged {
             mutant: m.clone(),
@@ -525,7 +565,9 @@ mod tests {
         assert!(all.len() >= 10, "{} mutants", all.len());
         let scratch = std::env::temp_dir().join(format!("pci-rig-mutate-{}", std::process::id()));
         let m = &all[0];
-        let guest = lay(root, &scratch, m).unwrap();
+        let Laid::Modules(guest) = lay(root, &scratch, m).unwrap() else {
+            panic!("the catalog's first mutant is a module's")
+        };
         let laid = std::fs::read_to_string(scratch.join(&m.file)).unwrap();
         assert!(laid.contains(&m.replace) && guest.join("driver/Kbuild").exists());
         // The working tree is untouched.

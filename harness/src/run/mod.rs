@@ -1036,6 +1036,8 @@ pub struct TestOptions {
     /// Build the out-of-tree modules (driver, bench, platform) from this copy of
     /// `guest-kernel` instead (`cargo xtask mutate`'s mutants).
     pub modules: Option<PathBuf>,
+    /// Boot this device server instead of building `qemu-device` (a device mutant's).
+    pub device: Option<PathBuf>,
     pub dma_path: DmaPath,
 }
 
@@ -1142,10 +1144,10 @@ struct HostBins {
 
 /// `boots_at_once`: the most guests the run boots at the same time.
 fn host_bins(paths: &Paths, opts: &TestOptions, boots_at_once: usize) -> Result<HostBins> {
-    let device = if opts.scenarios.iter().any(|s| s.machine.has_device()) {
-        Some(device::build_server(paths)?)
-    } else {
-        None
+    let device = match &opts.device {
+        _ if !opts.scenarios.iter().any(|s| s.machine.has_device()) => None,
+        Some(server) => Some(server.clone()),
+        None => Some(device::build_server(paths)?),
     };
     // PCI_RIG_ORACLE=off boots without the plugin (to measure what it costs).
     let oracle_off = std::env::var("PCI_RIG_ORACLE").is_ok_and(|v| v == "off");
