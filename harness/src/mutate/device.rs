@@ -110,14 +110,32 @@ fn first_error(text: &str) -> String {
         .to_string()
 }
 
-/// The first failing test's name from cargo test's output.
+/// The failing tests' names, from the `failures:` list that closes cargo test's output.
 fn first_failure(text: &str) -> String {
-    let failed = text
-        .lines()
-        .find_map(|l| l.strip_prefix("test ")?.strip_suffix(" ... FAILED"));
-    match failed {
-        Some(name) => format!("the device's unit test {name} failed"),
-        None => "the device's unit tests failed (see unit-tests.log)".to_string(),
+    let names: Vec<&str> = text
+        .rsplit_once("\nfailures:\n")
+        .map(|(_, list)| {
+            list.lines()
+                .take_while(|l| l.starts_with("    "))
+                .map(str::trim)
+                .collect()
+        })
+        .unwrap_or_default();
+    if names.is_empty() {
+        return "the device's unit tests failed (see unit-tests.log)".to_string();
+    }
+    format!("the device's unit tests failed: {}", names.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_failing_tests_are_named() {
+        let out = "test a ... ok\n\nfailures:\n\n---- model::x stdout ----\npanicked\n\nfailures:\n    model::x\n    model::y\n\ntest result: FAILED. 1 passed; 2 failed";
+        assert_eq!(
+            super::first_failure(out),
+            "the device's unit tests failed: model::x, model::y"
+        );
     }
 }
 

@@ -180,6 +180,20 @@ fn operation_errors_set_code_and_keep_result() {
 }
 
 #[test]
+fn an_ack_clears_only_the_bits_written() {
+    let mut m = Model::new();
+    w32(&mut m, INT_ENABLE, INT_ALL);
+    w32(&mut m, INT_RAISE, INT_SOFT | INT_DONE);
+    w32(&mut m, INT_ACK, INT_SOFT);
+    assert_eq!(
+        r32(&mut m, INT_STATUS),
+        INT_DONE,
+        "a source not acked stays pending"
+    );
+    assert!(m.intx_asserted(), "and keeps the line up");
+}
+
+#[test]
 fn interrupts_follow_status_and_enable() {
     let mut m = Model::new();
     w32(&mut m, INT_RAISE, INT_SOFT);
