@@ -1,6 +1,6 @@
 //! The scenario catalog: every scenario is one value, holding its name,
 //! what it is about, its timeout, its guest script, the machine it needs
-//! and how it is judged (`judge`). README's scenario table is checked
+//! and how it is judged (`judge`). docs/scenarios.md's scenario table is checked
 //! against it.
 
 use crate::arch::Arch;
@@ -840,12 +840,12 @@ pub const SELFTEST_CASES: &[SelfTestCase] = &[
 /// What `cargo xtask test --iommu` runs without `--scenario`: the scenarios that do DMA.
 pub const IOMMU: &[&Scenario] = &[&DMA, &DMA_UNBIND, &DMA_SURPRISE, &SWEEP];
 
-/// Scenarios that fail today on a finding in upstream's code or its toolchain (README, "Two
+/// Scenarios that fail today on a finding in upstream's code or its toolchain (docs/kernel-lines.md, "Two
 /// kernel lines"), run by name only (`--scenario`), so that the default run stays a gate.
 pub const FINDINGS: &[&Scenario] = &[&MAINLINE_ENABLE_LEAK];
 
 /// Upstream's `rust_driver_pci` leaves its device enabled, bus mastering on, after unbind: 7.x's
-/// Rust PCI API enables (`enable_device_mem`, `set_master`) with no way back (README).
+/// Rust PCI API enables (`enable_device_mem`, `set_master`) with no way back (docs/kernel-lines.md).
 pub const MAINLINE_ENABLE_LEAK: Scenario = Scenario {
     about: "Linux 7.x: after upstream's rust_driver_pci is unbound, pci-testdev is disabled again (enable count 0, Bus Master Enable off), and a second binding adds nothing",
     stock_devices: &["pci-testdev"],
@@ -1048,7 +1048,7 @@ mod tests {
 
     #[test]
     fn readme_lists_the_catalog_in_order_and_where_each_runs() {
-        let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+        let readme = std::fs::read_to_string(repo().join("docs/scenarios.md")).unwrap();
         let rows: Vec<(&str, &str)> = readme
             .lines()
             .skip_while(|l| *l != "| name | what passes |")
@@ -1059,13 +1059,13 @@ mod tests {
             .collect();
         let names: Vec<&str> = rows.iter().map(|(n, _)| *n).collect();
         let want: Vec<&str> = ALL.iter().map(|s| s.name).collect();
-        assert_eq!(names, want, "README's scenario table against the catalog");
+        assert_eq!(names, want, "docs/scenarios.md's table against the catalog");
         for (s, (_, text)) in ALL.iter().zip(&rows) {
             let x86_only = s.machine.arches() == [Arch::X86_64];
             assert_eq!(
                 text.starts_with("x86_64 only"),
                 x86_only,
-                "README's row for {} must start with `x86_64 only` iff it runs there alone",
+                "docs/scenarios.md's row for {} must start with `x86_64 only` iff it runs there alone",
                 s.name
             );
         }

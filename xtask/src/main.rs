@@ -361,7 +361,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 repeat: repeat as usize,
                 jobs: jobs.map_or_else(
                     // Three per CPU: on two cores the default run took 154.8-158.4 s
-                    // with 4 jobs, 140.0-148.7 s with 6 (README, Cost).
+                    // with 4 jobs, 140.0-148.7 s with 6 (docs/cost.md).
                     || 3 * std::thread::available_parallelism().map_or(1, usize::from),
                     |j| j as usize,
                 ),

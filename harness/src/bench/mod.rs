@@ -741,7 +741,7 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
     }
 
     // The same figures on the mainline line, from the bench module's port to upstream's API
-    // (README, "One driver, two API generations"): rows `ARCH 7.x`.
+    // (docs/kernel-lines.md, "One driver, two API generations"): rows `ARCH 7.x`.
     let sub = dir.join("mainline");
     std::fs::create_dir_all(&sub)?;
     let outcomes = run::scenarios(

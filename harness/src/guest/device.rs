@@ -60,7 +60,7 @@ pub struct DeviceServer {
     log: PathBuf,
     dma_log: PathBuf,
     /// QEMU waits for the server's answer to each BAR write too (`x-no-posted-writes`): a
-    /// server that dies at a posted write makes QEMU 11.1 abort (README, "The removal-point
+    /// server that dies at a posted write makes QEMU 11.1 abort (docs/sweep.md, "The removal-point
     /// sweep"), one that dies at a waited-for write times out as at a read.
     pub unposted_writes: bool,
     /// How long after its doorbell the device runs each DMA (its `--dma-delay-us`).

@@ -121,7 +121,7 @@ pub struct ExpectedSkip {
 /// Tests allowed to skip, each only with a diagnosed cause: none. The one
 /// once listed, `current!().group_leader().pid()` (task.rs:52), read
 /// `task_struct` fields at the wrong offsets because bindgen dropped the
-/// alignment of an empty struct before them (README, "Bindgen drops the
+/// alignment of an empty struct before them (docs/defects.md, "Bindgen drops the
 /// alignment of empty structs"); the build now checks every layout and the
 /// test runs.
 pub const EXPECTED_SKIPS: &[ExpectedSkip] = &[];

@@ -2,7 +2,7 @@
 //!
 //! The kernel generates its Rust bindings with `--no-layout-tests`, so nothing
 //! checks that a Rust struct has the size, alignment and field offsets its C
-//! original has. bindgen can get them wrong (README, "Bindgen drops the
+//! original has. bindgen can get them wrong (docs/defects.md, "Bindgen drops the
 //! alignment of empty structs": `struct sched_statistics` under
 //! `CONFIG_SCHEDSTATS=n` moved every later `task_struct` field). So each
 //! build runs the kernel's own bindgen command again, layout tests on, into a
@@ -90,7 +90,7 @@ pub fn check(build: &Path, env: &[(String, String)]) -> Result<(usize, bool)> {
         if let Err(e) = run_shell(build, &cmd, env) {
             let wrong = wrong_layouts(&format!("{e:#}"));
             bail!(
-                "{}: bindgen's Rust layouts differ from the C compiler's ({} types, the first wrong assertion of each: {}); Rust code reading these structs reads the wrong bytes. The kernel builds its bindings with --no-layout-tests, which hides this; README, \"Bindgen drops the alignment of empty structs\", has the known cause and its workaround. Scratch copy: {}",
+                "{}: bindgen's Rust layouts differ from the C compiler's ({} types, the first wrong assertion of each: {}); Rust code reading these structs reads the wrong bytes. The kernel builds its bindings with --no-layout-tests, which hides this; docs/defects.md, \"Bindgen drops the alignment of empty structs\", has the known cause and its workaround. Scratch copy: {}",
                 c.object,
                 wrong.len(),
                 wrong.join(", "),

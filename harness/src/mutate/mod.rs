@@ -46,7 +46,7 @@ pub struct Mutant {
     /// What a real author would have meant, and what the bug does.
     pub why: String,
     /// A known blind spot: why no scenario can catch it today. Such a mutant is expected to
-    /// survive; if it is caught, the catalog (and README) must say so.
+    /// survive; if it is caught, the catalog (and docs/mutate.md) must say so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub survives: Option<String>,
     /// Where `find` starts in `file` (bytes), when it is not unique there: a generated
@@ -479,7 +479,7 @@ fn surprise(j: &Judged) -> Option<String> {
             "{name} survived, but the catalog expects it caught: a rule stopped catching it"
         )),
         (Fate::Caught { scenario, .. }, Some(_)) => Some(format!(
-            "{name} was caught by {scenario}, but the catalog lists it as a known survivor: drop its `survives` (and its line in README)"
+            "{name} was caught by {scenario}, but the catalog lists it as a known survivor: drop its `survives` (and its line in docs/mutate.md)"
         )),
     }
 }

@@ -393,7 +393,7 @@ impl Rig<'_> {
             let delay = dma_delay_us(self.sweep, self.p.kernel.arch, s);
             let mut server = DeviceServer::start(bin, &dir, &sockets, delay)?;
             // The sweep's servers may die at a write (`die`); PCI_RIG_POSTED_WRITES=on keeps
-            // QEMU's posted writes there, to reproduce its abort (README).
+            // QEMU's posted writes there, to reproduce its abort (docs/sweep.md).
             let posted = std::env::var("PCI_RIG_POSTED_WRITES").is_ok_and(|v| v == "on");
             server.unposted_writes = matches!(s.check, Check::Sweep(_)) && !posted;
             servers.push(server);
