@@ -327,7 +327,13 @@ fn ensure_busybox(paths: &Paths, arch: Arch) -> Result<PathBuf> {
 }
 
 /// `cargo xtask setup`, also run before every build and boot.
-pub fn ensure(paths: &Paths, arches: &[Arch]) -> Result<Toolchain> {
+/// `beside_bindgen` runs once the host packages are in, while bindgen compiles (the caller
+/// unpacks the kernel source there: provisioning knows nothing of kernels).
+pub fn ensure(
+    paths: &Paths,
+    arches: &[Arch],
+    beside_bindgen: impl FnOnce() -> Result<()> + Send,
+) -> Result<Toolchain> {
     std::fs::create_dir_all(&paths.cache)
         .with_context(|| format!("creating the cache {}", paths.cache.display()))?;
     // QEMU and busybox come from private apt states, apart from the
@@ -343,13 +349,11 @@ pub fn ensure(paths: &Paths, arches: &[Arch]) -> Result<Toolchain> {
             Ok((qemu, busybox))
         });
         let bindgen = ensure_host_packages(arches).and_then(|()| {
-            // linux-source is installed now: unpack it while bindgen builds.
-            let unpacked =
-                scope.spawn(|| crate::kernel::unpack_source(paths, crate::kernel::Line::Lts));
+            let beside = scope.spawn(beside_bindgen);
             let bindgen = ensure_bindgen(paths);
-            unpacked
+            beside
                 .join()
-                .map_err(|_| anyhow::anyhow!("unpacking the kernel source panicked"))??;
+                .map_err(|_| anyhow::anyhow!("the work beside bindgen's build panicked"))??;
             bindgen
         });
         let (qemu, busybox) = fetched

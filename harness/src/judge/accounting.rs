@@ -54,10 +54,11 @@ pub struct Accounted {
     /// Per actor of the history, per report in console order: the device access it matched
     /// (server, seq), `None` for one made after its server died.
     #[serde(skip)]
-    pub seqs: crate::judge::dma::ClaimSeqs,
-    /// What the DMA oracle counted.
-    pub dma: crate::judge::dma::DmaFindings,
+    pub seqs: ClaimSeqs,
 }
+
+/// Per actor, per report: the device access the accounting matched it to (server, seq).
+pub type ClaimSeqs = Vec<Vec<Option<(usize, u64)>>>;
 
 /// Where in the device's log a binding's probe ran: from its first access
 /// to its last, on one server.
@@ -593,7 +594,6 @@ mod tests {
                     vec![Some((0, 2)), Some((0, 3)), Some((0, 5))],
                     vec![Some((0, 7)), Some((0, 9))],
                 ],
-                dma: Default::default(),
             }
         );
     }

@@ -8,8 +8,8 @@
 //! that binding read just before it, as the device logged both.
 
 use crate::guest::device::{Access, Class, Kind, Region};
+use crate::judge::accounting::ClaimSeqs;
 use crate::judge::accounting::{Ended, Probe};
-use crate::judge::dma::ClaimSeqs;
 use crate::judge::driver::Actor;
 use regmap::reg::{INT_ACK, INT_ENABLE, INT_STATUS, IRQ_COUNT, RESET};
 

@@ -13,7 +13,7 @@
 //! the direction matter.
 
 use crate::guest::console::strip_timestamp;
-use crate::judge::dma::{parse as parse_driver, Line, MapKind};
+use crate::judge::dma_lines::{parse as parse_driver, Line, MapKind};
 use crate::judge::driver::{driver_text, is_event};
 use std::collections::BTreeMap;
 

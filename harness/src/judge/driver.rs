@@ -119,7 +119,7 @@ pub struct Binding {
     /// It stopped because its last read was all-ones (`reason=Gone`).
     pub worker_gone: bool,
     /// The `# dma` lines, each with the number of `# mmio` reports before it.
-    pub dma: Vec<(usize, super::dma::Line)>,
+    pub dma: Vec<(usize, super::dma_lines::Line)>,
 }
 
 impl Binding {
@@ -211,7 +211,7 @@ pub fn history(lines: &[String]) -> Result<Vec<Actor>, String> {
             }
             _ => continue,
         };
-        if let Some(line) = super::dma::parse(text) {
+        if let Some(line) = super::dma_lines::parse(text) {
             let at = binding.probe_claims.len() + binding.later_claims.len();
             binding.dma.push((at, line?));
         } else if let Some(c) = device::parse_claim(text) {

@@ -7,6 +7,7 @@ pub mod acks;
 pub mod config;
 pub mod dma;
 pub mod dma_core;
+pub mod dma_lines;
 pub mod driver;
 pub mod known;
 pub mod ktap;
@@ -48,9 +49,9 @@ pub struct Findings {
     /// Guest checks (KTAP results) that passed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub guest_checks: Option<usize>,
-    /// How the device's log (and the MMIO oracle's) was accounted for.
+    /// How the device's log (and the MMIO oracle's) was accounted for, and its DMA log.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub accounted: Option<Accounted>,
+    pub accounted: Option<Accounting>,
     /// `bench`'s figures.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub figures: Option<GuestFigures>,
@@ -63,6 +64,14 @@ pub struct Findings {
     /// The removal-point sweep's points, each with its outcome.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sweep: Vec<sweep::PointResult>,
+}
+
+/// What the accounting matched and the DMA oracle counted in a boot with our device.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Accounting {
+    #[serde(flatten)]
+    pub accesses: Accounted,
+    pub dma: dma::DmaFindings,
 }
 
 impl Findings {
@@ -585,12 +594,12 @@ fn logs(device: &[Stopped]) -> Vec<&[Access]> {
 
 /// User space alone touched the device (no driver of ours): every access it
 /// reports is the device's next one, and the device saw nothing else.
-fn account_user_space(c: &Console, device: &[Stopped]) -> Result<(String, Accounted), String> {
+fn account_user_space(c: &Console, device: &[Stopped]) -> Result<(String, Accounting), String> {
     let history = driver::history(&c.lines)?;
-    let mut n = accounting::account(&history, &logs(device))?;
+    let n = accounting::account(&history, &logs(device))?;
     let seen = oracle_check(c, &history, device)?;
-    n.dma = dma::check(&history, &n, device, dma::behind_iommu(&c.lines))?;
-    let seen = format!("{seen}{}", n.dma.summary());
+    let dma = dma::check(&history, &n, device, dma::behind_iommu(&c.lines))?;
+    let seen = format!("{seen}{}", dma.summary());
     if n.user == 0 || n.bindings > 0 {
         return Err(format!(
             "expected MMIO reports from user space only, got {} from user space and {} driver bindings",
@@ -601,7 +610,7 @@ fn account_user_space(c: &Console, device: &[Stopped]) -> Result<(String, Accoun
         ", the device log holds exactly the {} reported MMIO accesses, in order{seen}",
         n.user
     );
-    Ok((summary, n))
+    Ok((summary, Accounting { accesses: n, dma }))
 }
 
 /// `platform`: the kernel's lines (`dt::judge_platform`), then the MMIO
@@ -683,12 +692,12 @@ fn judge_sweep(
     scenario: &str,
     c: &Console,
     device: &[Stopped],
-) -> Result<(String, Accounted, Vec<sweep::PointResult>), String> {
+) -> Result<(String, Accounting, Vec<sweep::PointResult>), String> {
     let lines = &c.lines[..];
     let r = driver::report(lines);
     let history = driver::history(lines)?;
     let points = sweep::points(lines)?;
-    let mut n = accounting::account(&history, &logs(device))?;
+    let n = accounting::account(&history, &logs(device))?;
     let bound = r.count("probe_done");
     for event in ["remove_begin", "remove_done", "worker_stopped"] {
         if r.count(event) != bound {
@@ -714,8 +723,8 @@ fn judge_sweep(
         false => 0,
     };
     let seen = oracle_check(c, &history, device)?;
-    n.dma = dma::check(&history, &n, device, dma::behind_iommu(&c.lines))?;
-    let seen = format!("{seen}{}{}", n.dma.summary(), dma_core_agrees(lines)?);
+    let dma = dma::check(&history, &n, device, dma::behind_iommu(&c.lines))?;
+    let seen = format!("{seen}{}{}", dma.summary(), dma_core_agrees(lines)?);
     let results = sweep::judge(scenario, &points, &history, &n.probes, &logs(device), lines)?;
     let aer = points
         .iter()
@@ -747,14 +756,14 @@ fn judge_sweep(
         n.worker,
         n.unwitnessed
     );
-    Ok((summary, n, results))
+    Ok((summary, Accounting { accesses: n, dma }, results))
 }
 
 fn judge_driver(
     want: &DriverExpect,
     c: &Console,
     device: &[Stopped],
-) -> Result<(String, Accounted), String> {
+) -> Result<(String, Accounting), String> {
     let lines = &c.lines[..];
     let r = driver::report(lines);
     let history = driver::history(lines)?;
@@ -822,7 +831,7 @@ fn judge_driver(
             want.removes
         ));
     }
-    let mut n = accounting::account(&history, &logs(device))?;
+    let n = accounting::account(&history, &logs(device))?;
     let quiesced = config::quiesced(&n.ended, &logs(device))?;
     // A failed probe ends its binding too: what it enabled must be off again after it.
     let failed_ends: Vec<accounting::Ended> = n
@@ -848,12 +857,12 @@ fn judge_driver(
         false => 0,
     };
     let seen = oracle_check(c, &history, device)?;
-    n.dma = dma::check(&history, &n, device, dma::behind_iommu(&c.lines))?;
+    let dma = dma::check(&history, &n, device, dma::behind_iommu(&c.lines))?;
     let seen = format!(
         "{seen}{}{}{}",
-        n.dma.summary(),
+        dma.summary(),
         dma_core_agrees(lines)?,
-        dma_expected(&r, &n.dma, if want.dma { probes } else { 0 }, want.stream)?
+        dma_expected(&r, &dma, if want.dma { probes } else { 0 }, want.stream)?
     );
     // A worker that gave up in a binding that never ended left a bound
     // driver that no longer uses its device.
@@ -950,7 +959,7 @@ fn judge_driver(
             ", no device access in the {s:.1} s the guest stayed up after the first and after the last binding ended"
         ));
     }
-    Ok((summary, n))
+    Ok((summary, Accounting { accesses: n, dma }))
 }
 
 /// KUnit's rules (`kunit::judge`).

@@ -6,7 +6,7 @@
 
 use crate::host::process::run_logged;
 use crate::Paths;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -137,12 +137,4 @@ mod tests {
             "the device's unit tests failed: model::x, model::y"
         );
     }
-}
-
-/// Refuses a device file that is not there.
-pub fn check(root: &Path, file: &str) -> Result<()> {
-    if !root.join(file).is_file() {
-        bail!("{file}: no such file in the device model");
-    }
-    Ok(())
 }

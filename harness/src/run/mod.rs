@@ -65,7 +65,10 @@ pub struct Prepared {
 }
 
 pub fn setup(paths: &Paths, arches: &[Arch]) -> Result<Toolchain> {
-    let tc = provision::ensure(paths, arches)?;
+    // linux-source is installed once the host packages are: unpack it while bindgen builds.
+    let tc = provision::ensure(paths, arches, || {
+        kernel::unpack_source(paths, kernel::Line::Lts)
+    })?;
     eprintln!("setup: cache {}", paths.cache.display());
     eprintln!("setup: bindgen {}", tc.bindgen.display());
     let qemu = tc
@@ -205,7 +208,9 @@ fn platform_modules(
 /// `cargo xtask run`: boots to a shell on this terminal, with our device
 /// attached (its control socket is printed, for poking knobs by hand).
 pub fn interactive(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<()> {
-    let tc = provision::ensure(paths, &[arch])?;
+    let tc = provision::ensure(paths, &[arch], || {
+        kernel::unpack_source(paths, kernel::Line::Lts)
+    })?;
     let run_dir = new_run_dir(paths)?;
     let p = prepare(paths, &tc, arch, flavor, &run_dir, true, None)?;
     let bin = device::build_server(paths)?;
