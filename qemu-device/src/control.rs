@@ -69,7 +69,14 @@ pub enum Request {
     ClearFault {},
     /// The DMA engine: guest memory QEMU mapped for the device, and the DMA log.
     Dma {},
+    /// Whether a delayed DMA (`dma_delay_us`) is in flight: refused if none is. On the socket
+    /// the request waits, up to [`AWAIT_DMA_MAX`], for one to be (so a guest can act while a
+    /// DMA is surely in flight, e.g. unbind).
+    AwaitDma {},
 }
+
+/// How long the socket holds an `await_dma` request for a DMA to go in flight.
+pub const AWAIT_DMA_MAX: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What every reply says, whatever the request: whether it was carried out, and if not, why
 /// (an error reply changes nothing). The other fields depend on the request.
@@ -164,6 +171,10 @@ pub fn handle(model: &mut Model, req: Request) -> Value {
                 .collect();
             json!({ "ok": true, "windows": windows, "log": model.dma().log() })
         }
+        Request::AwaitDma {} => match model.dma_due_ns() {
+            Some(due_ns) => json!({ "ok": true, "due_ns": due_ns }),
+            None => Outcome::refused("no DMA in flight"),
+        },
     }
 }
 
@@ -215,10 +226,27 @@ fn serve_client<T: Target>(stream: UnixStream, target: &Mutex<T>) -> io::Result<
             if text.is_empty() {
                 continue;
             }
-            let mut t = lock(target);
-            let reply = handle_line(t.model(), text);
-            t.changed();
-            reply
+            let waits = matches!(serde_json::from_str(text), Ok(Request::AwaitDma {}));
+            let deadline = std::time::Instant::now() + AWAIT_DMA_MAX;
+            loop {
+                let reply = {
+                    let mut t = lock(target);
+                    let reply = handle_line(t.model(), text);
+                    t.changed();
+                    reply
+                };
+                if !waits || reply["ok"] == true {
+                    break reply;
+                }
+                if std::time::Instant::now() >= deadline {
+                    break Outcome::refused(format!(
+                        "no DMA went in flight within {} s (a delayed DMA needs dma_delay_us and a driver ringing the doorbell)",
+                        AWAIT_DMA_MAX.as_secs()
+                    ));
+                }
+                // The lock is free meanwhile: the device goes on serving QEMU.
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
         };
         let mut out = serde_json::to_vec(&reply)?;
         out.push(b'\n');
@@ -422,6 +450,49 @@ mod tests {
         fn changed(&mut self) {
             self.1 += 1;
         }
+    }
+
+    #[test]
+    fn await_dma_is_refused_without_one_and_held_on_the_socket_until_one_flies() {
+        use crate::model::bar0::{CMD, DMA_ADDR_LO, OP_DMA_FROM_DEVICE, OP_LENGTH};
+        use crate::model::dma::VecMemory;
+        use crate::model::{config::CMD_MASTER, Allowed, Region};
+        let mut m = Model::new();
+        let r = ask(&mut m, r#"{"cmd":"await_dma"}"#);
+        assert_eq!(r["error"], "no DMA in flight");
+        m.dma_map(0, 0x1000, Some(VecMemory::new(0x1000)), Allowed::ReadWrite);
+        m.write(Region::Config, 4, &CMD_MASTER.to_le_bytes(), 0).unwrap();
+        ask(&mut m, r#"{"cmd":"set_knobs","dma_delay_us":100000}"#);
+
+        let dir = std::env::temp_dir().join(format!("qd-await-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("ctl");
+        let listener = UnixListener::bind(&path).unwrap();
+        let target = Arc::new(Mutex::new(Plain(m, 0)));
+        let t = target.clone();
+        std::thread::spawn(move || serve(listener, t));
+        let mut s = UnixStream::connect(&path).unwrap();
+        let asked = std::time::Instant::now();
+        s.write_all(b"{\"cmd\":\"await_dma\"}\n").unwrap();
+        // The doorbell rings 50 ms later, from another thread (the guest, through QEMU).
+        let t = target.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let mut t = lock(&t);
+            let m = &mut t.0;
+            m.write(Region::Bar0, u64::from(DMA_ADDR_LO), &0u32.to_le_bytes(), 1).unwrap();
+            m.write(Region::Bar0, u64::from(OP_LENGTH), &16u32.to_le_bytes(), 2).unwrap();
+            m.write(Region::Bar0, u64::from(CMD), &OP_DMA_FROM_DEVICE.to_le_bytes(), 3)
+                .unwrap();
+        });
+        let mut l = String::new();
+        BufReader::new(s.try_clone().unwrap()).read_line(&mut l).unwrap();
+        let r: Value = serde_json::from_str(&l).unwrap();
+        assert_eq!(r["ok"], true, "{r}");
+        assert!(r["due_ns"].as_u64().unwrap() > 0);
+        assert!(asked.elapsed() >= std::time::Duration::from_millis(50), "held until then");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
