@@ -5,11 +5,11 @@ check insmod_pci_rig insmod /lib/modules/pci_rig.ko
 check bound bound_to pci_rig
 check interrupts_listed interrupts
 sleep 1 # let the worker run
-# dma-unbind: unbind only once the device has a DMA in flight (the control
-# socket holds the request until one is), so remove() surely meets it.
-if [ -n "$UNBIND_DURING_DMA" ]; then
-    check dma_in_flight device_sync '{"cmd":"await_dma"}'
-fi
+# dma-unbind (UNBIND_DURING_DMA) unbinds only once the device has a DMA in
+# flight (the control socket holds the request until one is), so remove()
+# surely meets it; the others at once.
+ready_to_unbind() { [ -z "$UNBIND_DURING_DMA" ] || device_sync '{"cmd":"await_dma"}'; }
+check ready_to_unbind ready_to_unbind
 check unbind unbind_dev pci_rig
 check unbound unbound
 settle
