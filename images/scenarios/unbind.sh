@@ -5,10 +5,15 @@ check insmod_pci_rig insmod /lib/modules/pci_rig.ko
 check bound bound_to pci_rig
 check interrupts_listed interrupts
 sleep 1 # let the worker run
-# dma-unbind (UNBIND_DURING_DMA) unbinds only once the device has a DMA in
-# flight (the control socket holds the request until one is), so remove()
-# surely meets it; the others at once.
-ready_to_unbind() { [ -z "$UNBIND_DURING_DMA" ] || device_sync '{"cmd":"await_dma"}'; }
+# dma-unbind (UNBIND_DURING_DMA) unbinds only once a fresh DMA of 1 s is in
+# flight (the control socket holds await_dma until the next doorbell), so
+# remove() surely meets it, however slow the console's round trip; the others
+# at once.
+ready_to_unbind() {
+    [ -z "$UNBIND_DURING_DMA" ] && return 0
+    device_sync '{"cmd":"set_knobs","dma_delay_us":1000000}' &&
+        device_sync '{"cmd":"await_dma"}'
+}
 check ready_to_unbind ready_to_unbind
 check unbind unbind_dev pci_rig
 check unbound unbound

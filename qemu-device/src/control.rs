@@ -70,8 +70,9 @@ pub enum Request {
     /// The DMA engine: guest memory QEMU mapped for the device, and the DMA log.
     Dma {},
     /// Whether a delayed DMA (`dma_delay_us`) is in flight: refused if none is. On the socket
-    /// the request waits, up to [`AWAIT_DMA_MAX`], for one to be (so a guest can act while a
-    /// DMA is surely in flight, e.g. unbind).
+    /// the request is held, up to [`AWAIT_DMA_MAX`], until a DMA goes in flight after it
+    /// arrived (a fresh one, its whole delay ahead), so a guest can act while a DMA is surely
+    /// in flight (e.g. unbind).
     AwaitDma {},
 }
 
@@ -228,6 +229,8 @@ fn serve_client<T: Target>(stream: UnixStream, target: &Mutex<T>) -> io::Result<
             }
             let waits = matches!(serde_json::from_str(text), Ok(Request::AwaitDma {}));
             let deadline = std::time::Instant::now() + AWAIT_DMA_MAX;
+            // The DMA in flight when the request came, if any: not a fresh one.
+            let stale = lock(target).model().dma_due_ns();
             loop {
                 let reply = {
                     let mut t = lock(target);
@@ -235,7 +238,7 @@ fn serve_client<T: Target>(stream: UnixStream, target: &Mutex<T>) -> io::Result<
                     t.changed();
                     reply
                 };
-                if !waits || reply["ok"] == true {
+                if !waits || reply["ok"] == true && reply["due_ns"].as_u64() != stale {
                     break reply;
                 }
                 if std::time::Instant::now() >= deadline {
@@ -461,7 +464,8 @@ mod tests {
         let r = ask(&mut m, r#"{"cmd":"await_dma"}"#);
         assert_eq!(r["error"], "no DMA in flight");
         m.dma_map(0, 0x1000, Some(VecMemory::new(0x1000)), Allowed::ReadWrite);
-        m.write(Region::Config, 4, &CMD_MASTER.to_le_bytes(), 0).unwrap();
+        m.write(Region::Config, 4, &CMD_MASTER.to_le_bytes(), 0)
+            .unwrap();
         ask(&mut m, r#"{"cmd":"set_knobs","dma_delay_us":100000}"#);
 
         let dir = std::env::temp_dir().join(format!("qd-await-{}", std::process::id()));
@@ -481,17 +485,29 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(50));
             let mut t = lock(&t);
             let m = &mut t.0;
-            m.write(Region::Bar0, u64::from(DMA_ADDR_LO), &0u32.to_le_bytes(), 1).unwrap();
-            m.write(Region::Bar0, u64::from(OP_LENGTH), &16u32.to_le_bytes(), 2).unwrap();
-            m.write(Region::Bar0, u64::from(CMD), &OP_DMA_FROM_DEVICE.to_le_bytes(), 3)
+            m.write(Region::Bar0, u64::from(DMA_ADDR_LO), &0u32.to_le_bytes(), 1)
                 .unwrap();
+            m.write(Region::Bar0, u64::from(OP_LENGTH), &16u32.to_le_bytes(), 2)
+                .unwrap();
+            m.write(
+                Region::Bar0,
+                u64::from(CMD),
+                &OP_DMA_FROM_DEVICE.to_le_bytes(),
+                3,
+            )
+            .unwrap();
         });
         let mut l = String::new();
-        BufReader::new(s.try_clone().unwrap()).read_line(&mut l).unwrap();
+        BufReader::new(s.try_clone().unwrap())
+            .read_line(&mut l)
+            .unwrap();
         let r: Value = serde_json::from_str(&l).unwrap();
         assert_eq!(r["ok"], true, "{r}");
         assert!(r["due_ns"].as_u64().unwrap() > 0);
-        assert!(asked.elapsed() >= std::time::Duration::from_millis(50), "held until then");
+        assert!(
+            asked.elapsed() >= std::time::Duration::from_millis(50),
+            "held until then"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
