@@ -71,9 +71,8 @@ enum Cmd {
         /// it; without --scenario, the DMA scenarios.
         #[arg(long, conflicts_with = "bounce")]
         iommu: bool,
-        /// Bounce every streaming DMA mapping through swiotlb (`swiotlb=force`), so a wrong
-        /// direction or a missing sync changes the bytes moved; without --scenario, the DMA
-        /// scenarios.
+        /// Bounce every streaming DMA mapping through swiotlb (`swiotlb=force`): the device
+        /// reaches a copy, not the buffer; without --scenario, the DMA scenarios.
         #[arg(long)]
         bounce: bool,
         /// Skip `cargo test --workspace` (skipped anyway with --scenario).

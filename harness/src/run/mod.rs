@@ -297,8 +297,9 @@ pub enum DmaPath {
     /// Behind a vIOMMU, strict: x86_64's intel-iommu, arm64's virtio-iommu. QEMU maps the
     /// device exactly what the guest maps, when the guest maps it (DMA_MAP/DMA_UNMAP).
     Iommu,
-    /// Every streaming mapping bounced through swiotlb (`swiotlb=force`): a wrong direction
-    /// or a missing sync changes the bytes the device or the CPU sees.
+    /// Every streaming mapping bounced through swiotlb (`swiotlb=force`): the device reaches
+    /// a copy, so a missing sync changes the bytes the CPU sees (a wrong direction does not:
+    /// Linux fills the bounce slot at every map, whatever the direction).
     Bounce,
 }
 
@@ -339,7 +340,7 @@ impl Rig<'_> {
     fn guest<'a>(&'a self, s: &Scenario, dir: &'a Path) -> Guest<'a> {
         let arch = self.p.kernel.arch;
         let mut g = Guest {
-            arch: self.p.kernel.arch,
+            arch,
             qemu: &self.tc.qemu,
             kernel: &self.p.image,
             hz: self.p.hz,
