@@ -6,7 +6,8 @@
 //! direction, into the same printk stream as the driver's lines. The driver's lines say what
 //! it mapped and when it ends it; these say what the kernel mapped for the device. They must
 //! agree: each `# dma map` a mapping the core made just before, of that address, size and
-//! direction (`coherent`: an allocation); each core unmap after the driver said `# dma unmap`;
+//! direction (`coherent`: an allocation); each core unmap after the driver said `# dma unmap`,
+//! in the direction it was mapped with;
 //! nothing mapped for the device that the driver never reported, nothing it said it ended left
 //! mapped. So a mapping's kind, extent and end are the kernel's word, not the driver's: a
 //! buffer mapped the wrong way round fails here even where no IOMMU and no bounce buffer makes
@@ -272,7 +273,20 @@ pub fn agrees(lines: &[String]) -> Result<Agreement, String> {
                 Event::Map { .. } | Event::Alloc { .. } => made.push(Made { line: i, event }),
                 end => {
                     if let Some(k) = ending.iter().position(|(_, m)| m.ended_by(&end)) {
-                        ending.remove(k);
+                        let (id, m) = ending.remove(k);
+                        if let (
+                            Event::Map { dir, .. },
+                            Event::Unmap { dir: d, .. } | Event::UnmapSg { dir: d, .. },
+                        ) = (&m.event, &end)
+                        {
+                            if dir != d {
+                                return Err(format!(
+                                    "the driver's mapping {id} ({}) was unmapped as {d:?} at console line {}: the DMA API wants the direction it was mapped with",
+                                    m.describe(),
+                                    i + 1
+                                ));
+                            }
+                        }
                         a.ended += 1;
                     } else if let Some((id, m)) = live.iter().find(|(_, m)| m.ended_by(&end)) {
                         return Err(format!(
@@ -418,6 +432,16 @@ mod tests {
         );
         let e = agrees(&lines(&early)).unwrap_err();
         assert!(e.contains("ended the driver's mapping 2"), "{e}");
+    }
+
+    #[test]
+    fn an_unmap_in_another_direction_fails() {
+        let other = CLEAN.replace(
+            "dma_unmap_page: 0000:01:00.0 dir=TO_DEVICE",
+            "dma_unmap_page: 0000:01:00.0 dir=BIDIRECTIONAL",
+        );
+        let e = agrees(&lines(&other)).unwrap_err();
+        assert!(e.contains("unmapped as Bidirectional"), "{e}");
     }
 
     #[test]
