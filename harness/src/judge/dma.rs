@@ -128,8 +128,12 @@ pub fn check(
 
 /// Behind the guest's IOMMU, QEMU maps the device exactly what the guest maps, so the device's
 /// own DMA log witnesses the driver's `# dma` lines: by the driver's next report after a map
-/// line, the device could reach the whole mapping; by its next report after an unmap line, no
-/// byte of it. Returns how many mappings were witnessed.
+/// line, the device could reach the whole mapping; after an unmap line, QEMU unmapped it for
+/// the device before anything mapped that range again (or the log ended). The unmap is placed
+/// after the access reported last before the line (that access completed before its report,
+/// so before the unmap), never before the next report: another context of the driver (the
+/// interrupt handler) may report an access it made while the free was still under way.
+/// Returns how many mappings were witnessed.
 fn witnessed(
     walks: &[Walk<'_>],
     seqs: &ClaimSeqs,
@@ -139,27 +143,15 @@ fn witnessed(
     let mut live: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
     for (ai, walk) in walks.iter().enumerate() {
         let Some(k) = walk.binding else { continue };
+        let claim = |i: usize| seqs.get(ai).and_then(|s| s.get(i)).copied().flatten();
         for (pos, line) in walk.lines {
-            // The access the driver reported next, if it reached a log.
-            let Some(Some((server, seq))) = seqs.get(ai).and_then(|s| s.get(*pos)) else {
-                continue;
-            };
-            let windows = windows_before(servers[*server].1, *seq);
-            let reach = |iova: u64, len: u64| {
-                let mut at = iova;
-                while at < iova + len {
-                    match windows.iter().find(|(w, s)| at >= *w && at < w + s) {
-                        Some((w, s)) => at = w + s,
-                        None => return false,
-                    }
-                }
-                true
-            };
-            let none =
-                |iova: u64, len: u64| !windows.iter().any(|(w, s)| iova < w + s && *w < iova + len);
             match line {
                 Line::Map { id, iova, len, .. } => {
-                    if !reach(*iova, *len) {
+                    // The access the driver reported next, if it reached a log.
+                    let Some((server, seq)) = claim(*pos) else {
+                        continue;
+                    };
+                    if !reaches(&windows_before(servers[server].1, seq), *iova, *len) {
                         return Err(format!(
                             "binding {k}: the driver reported DMA mapping {id} at {iova:#x}+{len:#x}, but QEMU had not mapped the device all of it by the driver's next access (device access #{seq}): the guest's IOMMU does not agree"
                         ));
@@ -168,12 +160,36 @@ fn witnessed(
                     n += 1;
                 }
                 Line::Unmap { id } => {
-                    if let Some((iova, len)) = live.remove(id) {
-                        if !none(iova, len) {
-                            return Err(format!(
-                                "binding {k}: the driver reported DMA mapping {id} ({iova:#x}+{len:#x}) ended, but the device could still reach it at the driver's next access (device access #{seq})"
-                            ));
+                    let Some((iova, len)) = live.remove(id) else {
+                        continue;
+                    };
+                    let Some((server, before)) = pos.checked_sub(1).and_then(claim) else {
+                        continue;
+                    };
+                    let overlaps = |at: u64, size: u64| iova < at + size && at < iova + len;
+                    let next = servers[server].1.iter().find(|e| match **e {
+                        DmaEvent::Map {
+                            seq,
+                            iova: at,
+                            size,
+                            ..
                         }
+                        | DmaEvent::Unmap {
+                            seq,
+                            iova: at,
+                            size,
+                            ..
+                        } => seq > before && overlaps(at, size),
+                        DmaEvent::Dma { .. } => false,
+                    });
+                    if !matches!(next, Some(DmaEvent::Unmap { .. })) {
+                        return Err(format!(
+                            "binding {k}: the driver reported DMA mapping {id} ({iova:#x}+{len:#x}) ended after device access #{before}, but QEMU never unmapped it for the device after that ({})",
+                            match next {
+                                Some(e) => format!("the range was mapped again first: {e:?}"),
+                                None => "the device could reach it to the end of its log".into(),
+                            }
+                        ));
                     }
                 }
                 _ => {}
@@ -181,6 +197,18 @@ fn witnessed(
         }
     }
     Ok(n)
+}
+
+/// Whether `windows` cover every byte of `[iova, iova + len)`.
+fn reaches(windows: &[(u64, u64)], iova: u64, len: u64) -> bool {
+    let mut at = iova;
+    while at < iova + len {
+        match windows.iter().find(|(w, s)| at >= *w && at < w + s) {
+            Some((w, s)) => at = w + s,
+            None => return false,
+        }
+    }
+    true
 }
 
 /// The guest memory windows QEMU had mapped for the device before access `seq`.
