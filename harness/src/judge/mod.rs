@@ -14,6 +14,7 @@ pub mod ktap;
 pub mod kunit;
 pub mod oracle;
 pub mod phases;
+pub mod rules;
 pub mod sweep;
 pub mod sweep_table;
 
@@ -27,6 +28,8 @@ pub use crate::verdict::Cause;
 use crate::verdict::{Timings, Verdict};
 use accounting::Accounted;
 use ktap::Line;
+use rules::rule_on;
+pub use rules::{weaken, Rule};
 use serde::Serialize;
 
 /// Software interrupts each probe's self-test raises (`step irq`).
@@ -520,57 +523,6 @@ fn dma_expected(
         ));
     }
     Ok(format!(", the stream {rounds:?} rounds"))
-}
-
-/// Judge rules that `cargo xtask mutate --weaken` can switch off, to measure what each one
-/// alone catches (the score with it off against the score with it on).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Rule {
-    /// `acks::acks_are_status_read`.
-    AckValues,
-    /// `acks::interrupts_off_at_end`.
-    InterruptsOff,
-    /// `config::quiesced` for the bindings whose probe failed.
-    FailedProbeQuiesced,
-    /// `dma_core::agrees`.
-    DmaCore,
-}
-
-impl Rule {
-    pub const ALL: [(&'static str, Rule); 4] = [
-        ("ack-values", Rule::AckValues),
-        ("interrupts-off", Rule::InterruptsOff),
-        ("failed-probe-quiesced", Rule::FailedProbeQuiesced),
-        ("dma-core", Rule::DmaCore),
-    ];
-
-    pub fn parse(name: &str) -> Result<Rule, String> {
-        Rule::ALL
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, r)| *r)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Rule::ALL.iter().map(|(n, _)| *n).collect();
-                format!(
-                    "{name:?} is no judge rule that can be switched off; one of: {}",
-                    names.join(", ")
-                )
-            })
-    }
-}
-
-static WEAKENED: std::sync::OnceLock<Vec<Rule>> = std::sync::OnceLock::new();
-
-/// Switches `rules` off for the rest of this process: a weakened judge, whose verdicts are no
-/// longer the rig's (for `cargo xtask mutate --weaken` alone). Once per process.
-pub fn weaken(rules: Vec<Rule>) -> Result<(), String> {
-    WEAKENED
-        .set(rules)
-        .map_err(|_| "the judge was weakened already".to_string())
-}
-
-fn rule_on(rule: Rule) -> bool {
-    !WEAKENED.get().is_some_and(|w| w.contains(&rule))
 }
 
 /// The DMA core's record against the driver's `# dma` lines, when the boot asked for it
