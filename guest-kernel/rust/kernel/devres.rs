@@ -712,6 +712,23 @@ impl<T: Send + 'static> Devres<T> {
         self.inner.data.try_access_in(rcu)
     }
 
+    /// Runs `f` on the value inside one RCU read-side critical section and returns its result,
+    /// or [`None`] once the value has been revoked: as [`Devres::try_access`], with an access
+    /// that ends with the call (no guard to keep across a sleep; `f` itself must not sleep).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use kernel::devres::Devres;
+    /// fn len(v: &Devres<KVec<u8>>) -> Option<usize> {
+    ///     v.try_access_with(|v| v.len())
+    /// }
+    /// ```
+    #[inline]
+    pub fn try_access_with<R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
+        self.try_access().map(|guard| f(&guard))
+    }
+
     /// Returns a reference to the value valid for the given RCU guard, or [`None`] once it has
     /// been revoked.
     ///

@@ -220,6 +220,30 @@ impl<T> Revocable<T> {
         self.try_access_in(rcu::read_lock())
     }
 
+    /// Runs `f` on the value inside one RCU read-side critical section and returns its result,
+    /// or [`None`] if the value has been revoked.
+    ///
+    /// The access ends with the call: no guard outlives it, so none can be kept across a sleep
+    /// by accident, and `f` cannot return a reference into the value. `f` itself must not
+    /// sleep (it runs in the critical section).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::revocable::Revocable;
+    ///
+    /// let v = KBox::pin_init(Revocable::new(7u32), GFP_KERNEL)?;
+    /// assert_eq!(v.try_access_with(|x| *x + 1), Some(8));
+    /// // SAFETY: No guard of `v` is held.
+    /// unsafe { v.revoke() };
+    /// assert_eq!(v.try_access_with(|x| *x + 1), None);
+    /// # Ok::<(), Error>(())
+    /// ```
+    #[inline]
+    pub fn try_access_with<R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
+        self.try_access().map(|guard| f(&guard))
+    }
+
     /// Like [`Revocable::try_access`], in a critical section the caller already entered (and may
     /// have used to check more conditions).
     #[inline]

@@ -136,8 +136,8 @@ pub const EXPECTED_SKIPS: &[ExpectedSkip] = &[];
 /// `rust_doctest_kernel_<module>_rs_<n>`.
 pub const DOCTESTS: &[(&str, usize, &[Arch])] = &[
     ("io", 40, &Arch::ALL),
-    ("revocable", 8, &Arch::ALL),
-    ("devres", 9, &Arch::ALL),
+    ("revocable", 9, &Arch::ALL),
+    ("devres", 10, &Arch::ALL),
     ("pci", 37, &Arch::ALL),
     ("dma", 33, &Arch::ALL),
     ("irq", 5, &Arch::ALL),
