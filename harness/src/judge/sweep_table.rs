@@ -445,4 +445,16 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn the_sweeps_dma_phase_starts_where_the_dma_self_test_does() {
+        let t = Table::new();
+        let step = |n| t.entry(n).and_then(|e| e.step).unwrap_or("");
+        assert!(
+            step(crate::sweep::DMA_FROM).starts_with("dma"),
+            "{}",
+            step(crate::sweep::DMA_FROM)
+        );
+        assert!(!step(crate::sweep::DMA_FROM - 1).starts_with("dma"));
+    }
 }
