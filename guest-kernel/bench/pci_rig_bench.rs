@@ -348,14 +348,18 @@ impl Reader {
         Ok(r)
     }
 
-    /// Stops the reader and waits until it has stopped.
-    fn stop(&self) {
+    /// Stops the reader and waits until its run has returned: not only until it said so (the
+    /// rest of its run is module code, which unload could free under it on a preemptible
+    /// kernel), but until the workqueue is done with it.
+    fn stop(self: &Arc<Self>) {
         self.stop.store(true, Ordering::SeqCst);
         let mut done = self.done.lock();
         self.wake.notify_all();
         while !*done {
             self.wake.wait(&mut done);
         }
+        drop(done);
+        workqueue::cancel_sync(self);
     }
 }
 
@@ -377,8 +381,8 @@ impl WorkItem for Reader {
                 .wait_interruptible_timeout(&mut done, msecs_to_jiffies(1));
         }
         *this.done.lock() = true;
-        // As in pci_rig's worker: `remove()` still holds a reference, so nothing of ours is
-        // dropped after this, and the module cannot go before this CPU schedules again.
+        // `remove()` still holds a reference, so nothing of ours is dropped after this; and it
+        // waits for this run to return (`stop`) before the module can go.
         this.wake.notify_all();
     }
 }

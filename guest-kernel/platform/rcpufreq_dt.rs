@@ -42,7 +42,7 @@ impl cpufreq::Driver for CpufreqDt {
     fn init(policy: &mut Policy) -> Result<PolicySetup<CpuData>> {
         let cpu_dev = policy.cpu_device()?;
         policy.share_opp_cpus(&cpu_dev)?;
-        let opp = opp::Table::from_of_cpus(&cpu_dev, policy.cpus())?;
+        let opp = opp::Table::from_of_policy(policy)?;
         let mut khz = KVec::new();
         for f in opp.freqs()? {
             khz.push(f.as_khz(), GFP_KERNEL)?;

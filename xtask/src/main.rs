@@ -142,6 +142,10 @@ enum Cmd {
         /// Boot the mutants with every streaming mapping bounced (as `test --bounce`).
         #[arg(long)]
         bounce: bool,
+        /// Boot the debug flavour (as `test --debug`); the catalog's mutants that only its
+        /// checkers can catch (`debug = true`) run only then.
+        #[arg(long)]
+        debug: bool,
         /// List the mutants (the catalog, or the generated set) and exit.
         #[arg(long)]
         list: bool,
@@ -419,6 +423,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
             weaken,
             iommu,
             bounce,
+            debug,
             list,
         } => {
             let dma_path = dma_path(iommu, bounce, &[arch])?;
@@ -437,6 +442,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 clean_first: !no_clean,
                 generate,
                 dma_path,
+                debug,
             };
             if list {
                 for m in harness::mutate::all(&paths.root, &opts)? {

@@ -19,7 +19,7 @@ use crate::{
     sync::{rcu, Arc},
     types::{ARef, ForeignOwnable, Opaque},
 };
-use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 
 /// State of one binding of a device to a driver, shared by the [`Devres`] made during it.
 ///
@@ -32,10 +32,12 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 ///
 /// # Invariants
 ///
-/// `synced` is set only after `bound` was cleared and a grace period elapsed since.
+/// `synced` is set only after `bound` was cleared and a grace period elapsed since;
+/// `dma_held` counts the live [`DmaHold`]s made in this binding.
 struct Binding {
     bound: AtomicBool,
     synced: AtomicBool,
+    dma_held: AtomicUsize,
 }
 
 /// Devres release function of the node that keeps the [`Binding`] of a device.
@@ -91,6 +93,7 @@ pub(crate) fn binding_begin(dev: &Device) -> Result {
         Binding {
             bound: AtomicBool::new(true),
             synced: AtomicBool::new(false),
+            dma_held: AtomicUsize::new(0),
         },
         GFP_KERNEL,
     )?;
@@ -153,6 +156,31 @@ impl<D: Copy> Node<D> {
         // SAFETY: The entry was allocated by `alloc` and never added to a device.
         unsafe { bindings::devres_free(self.entry) };
     }
+}
+
+/// One piece of DMA memory (a coherent allocation, a streaming mapping), counted in the binding
+/// it was made in for as long as the memory lives: held as the memory's last field, so that it
+/// is let go only after the memory was given back.
+pub(crate) struct DmaHold(Arc<Binding>);
+
+impl DmaHold {
+    /// Counts one more piece in `dev`'s current binding; `ENODEV` outside one.
+    pub(crate) fn new(dev: &Device<Bound>) -> Result<Self> {
+        let binding = find_binding(dev).ok_or(ENODEV)?;
+        binding.dma_held.fetch_add(1, Ordering::AcqRel);
+        Ok(Self(binding))
+    }
+}
+
+impl Drop for DmaHold {
+    fn drop(&mut self) {
+        self.0.dma_held.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Whether `dev`'s current binding still holds DMA memory (see [`DmaHold`]).
+pub(crate) fn dma_held(dev: &Device) -> bool {
+    find_binding(dev).is_some_and(|b| b.dma_held.load(Ordering::Acquire) > 0)
 }
 
 /// Ends the current binding of `dev`: its interrupts are freed first (see [`irq`](crate::irq)),
@@ -312,6 +340,14 @@ type ReleaseFn = unsafe extern "C" fn(*mut bindings::device, *mut c_void);
 /// by `drop` or released; `inner.binding` is the binding during which it was made.
 ///
 /// # Examples
+///
+/// A `Devres` goes to another thread (a work item, say) whenever its value could: `T: Send` is
+/// enough, the value need not be `Sync`.
+///
+/// ```
+/// fn handed_over<T: Send>() {}
+/// handed_over::<kernel::devres::Devres<core::cell::Cell<u32>>>();
+/// ```
 ///
 /// A driver (see [`pci`](crate::pci)) usually gets one from a bus, e.g.
 /// `pdev.iomap_region_sized::<SIZE>(0, c_str!("name"))`, and then:
@@ -538,6 +574,14 @@ pub struct Devres<T: Send + 'static> {
     node_data: usize,
     release: ReleaseFn,
 }
+
+// SAFETY: The `Devres` is the only way to the value: its holder alone reads it (through
+// `access`/`try_access*`, which borrow the `Devres`). The other holder of `inner`, the devres
+// entry, only revokes it on the unbinding thread (atomics, a grace period, and dropping the
+// value there, which `T: Send` allows), and never makes a `&T`. So handing the `Devres` to
+// another thread needs `T: Send`, not `T: Sync`. (Sharing it, `&Devres<T>` on several threads,
+// gives `&T` to each: its auto `Sync` asks `T: Send + Sync` through `Arc<DevresInner<T>>`.)
+unsafe impl<T: Send + 'static> Send for Devres<T> {}
 
 /// The devres release function: the device is being unbound (or released).
 ///

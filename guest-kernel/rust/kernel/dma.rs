@@ -231,9 +231,9 @@ use crate::{
     alloc::{Flags, KVec},
     bindings,
     device::{Bound, Core, Device},
-    devres::Devres,
+    devres::{dma_held, Devres, DmaHold},
     error::{
-        code::{EINVAL, ENOMEM, EPERM},
+        code::{EBUSY, EINVAL, ENOMEM, EPERM},
         to_result, Result,
     },
     ffi::c_void,
@@ -322,7 +322,10 @@ impl DmaMask {
 
 impl Device<Core> {
     /// Sets the mask of the addresses the device can reach with streaming mappings; `EIO` if
-    /// the platform cannot map within it.
+    /// the platform cannot map within it, `EBUSY` while the binding holds DMA memory (a
+    /// [`CoherentAllocation`] or a [`Mapping`] not yet given back): a new mask does not move what
+    /// is already mapped, so a narrower one would leave live addresses the device cannot reach.
+    /// Set it first, then allocate.
     ///
     /// Only in probe or remove (`Core`): the mask is a plain field that mapping functions read
     /// without a lock. Under the device lock no other binding of the device allocates; the
@@ -338,12 +341,15 @@ impl Device<Core> {
     /// }
     /// ```
     pub fn dma_set_mask(&self, mask: DmaMask) -> Result {
+        if dma_held(self) {
+            return Err(EBUSY);
+        }
         // SAFETY: `self` is a valid device, in probe or remove (see above).
         to_result(unsafe { bindings::dma_set_mask(self.as_raw(), mask.value()) })
     }
 
     /// Sets the mask of streaming mappings and of coherent allocations alike; see
-    /// [`Device::dma_set_mask`].
+    /// [`Device::dma_set_mask`] (`EBUSY` while the binding holds DMA memory).
     ///
     /// # Examples
     ///
@@ -354,6 +360,9 @@ impl Device<Core> {
     /// }
     /// ```
     pub fn dma_set_mask_and_coherent(&self, mask: DmaMask) -> Result {
+        if dma_held(self) {
+            return Err(EBUSY);
+        }
         // SAFETY: `self` is a valid device, in probe or remove (see `dma_set_mask`).
         to_result(unsafe { bindings::dma_set_mask_and_coherent(self.as_raw(), mask.value()) })
     }
@@ -417,6 +426,8 @@ pub struct CoherentAllocation<T: Plain> {
     dma_handle: bindings::dma_addr_t,
     count: usize,
     _t: PhantomData<T>,
+    // Last: let go once the memory is freed.
+    _held: DmaHold,
 }
 
 // SAFETY: The memory is owned by the allocation and freed with `dev`, from any thread; `T` is
@@ -446,6 +457,8 @@ impl<T: Plain> CoherentAllocation<T> {
         if size == 0 {
             return Err(EINVAL);
         }
+        // Counted before the memory exists, so a mask never changes under it.
+        let held = DmaHold::new(dev)?;
         let mut dma_handle: bindings::dma_addr_t = 0;
         // SAFETY: `dev` is a valid device, bound; `dma_handle` outlives the call. The memory
         // is freed in `drop` (or just below), with the same size and handle.
@@ -482,6 +495,7 @@ impl<T: Plain> CoherentAllocation<T> {
             dma_handle,
             count,
             _t: PhantomData,
+            _held: held,
         };
         Devres::new(dev, alloc, gfp)
     }
@@ -717,6 +731,8 @@ pub struct Mapping {
     len: usize,
     dma_handle: bindings::dma_addr_t,
     dir: Direction,
+    // Last: let go once the buffer is unmapped.
+    held: DmaHold,
 }
 
 // SAFETY: The buffer is owned by the mapping and unmapped with `dev`, from any thread.
@@ -758,6 +774,8 @@ impl Mapping {
         }
         // A non-empty `KVec` points to its `kmalloc` allocation, in the linear map.
         let cpu_addr = NonNull::new(buf.as_mut_ptr()).ok_or(EINVAL)?;
+        // Counted before the mapping exists, so a mask never changes under it.
+        let held = DmaHold::new(dev)?;
         // SAFETY: `dev` is a valid device, bound; `cpu_addr` is `len` bytes of `kmalloc`
         // memory, which we own and keep until the mapping is undone in `drop`.
         let dma_handle = unsafe {
@@ -782,6 +800,7 @@ impl Mapping {
             len,
             dma_handle,
             dir,
+            held,
         };
         Devres::new(dev, mapping, gfp)
     }
@@ -1028,8 +1047,16 @@ impl Mapping {
         this.unmap_now();
         // SAFETY: `this` is neither dropped nor used again: each of these fields is moved out
         // once, and the others need no drop.
-        let (dev, buf) = unsafe { (core::ptr::read(&this.dev), core::ptr::read(&this.buf)) };
+        let (dev, buf, held) = unsafe {
+            (
+                core::ptr::read(&this.dev),
+                core::ptr::read(&this.buf),
+                core::ptr::read(&this.held),
+            )
+        };
         drop(dev);
+        // The mapping is undone: the binding no longer holds it.
+        drop(held);
         buf
     }
 

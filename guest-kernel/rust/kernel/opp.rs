@@ -12,7 +12,7 @@
 use crate::{
     bindings,
     clk::Hertz,
-    cpufreq::{Cpumask, OwnedCpumask},
+    cpufreq::{OwnedCpumask, Policy},
     device::Device,
     error::{code::EINVAL, from_err_ptr, to_result, Result},
     types::ARef,
@@ -139,26 +139,32 @@ impl Table {
         })
     }
 
-    /// Adds the OPPs of every CPU in `cpus` (which share one table when their nodes say
-    /// `opp-shared`); queries then go through `dev`, the device of one of those CPUs.
+    /// Adds the OPPs of the policy's CPUs (which share one table when their nodes say
+    /// `opp-shared`); queries then go through the device of the policy's own CPU.
+    ///
+    /// Taken from the policy, the device is always one of those CPUs': a device outside the set
+    /// would find OPPs in a table this object neither added nor removes, which another owner
+    /// could free under an [`Opp`] borrowed from this one. (Upstream's `from_of_cpumask` takes
+    /// the device and the mask apart, unchecked, and holds a reference to the device's table.)
     ///
     /// # Examples
     ///
     /// ```
     /// use kernel::{cpufreq::Policy, opp::Table};
     /// fn for_policy(policy: &Policy) -> Result<Table> {
-    ///     let cpu_dev = policy.cpu_device()?;
-    ///     Table::from_of_cpus(&cpu_dev, policy.cpus())
+    ///     Table::from_of_policy(policy)
     /// }
     /// ```
-    pub fn from_of_cpus(dev: &Device, cpus: &Cpumask) -> Result<Self> {
+    pub fn from_of_policy(policy: &Policy) -> Result<Self> {
+        let dev = policy.cpu_device()?;
         // Copied first: nothing to undo if the copy fails.
-        let cpus = OwnedCpumask::copy_of(cpus, crate::alloc::flags::GFP_KERNEL)?;
+        let cpus = OwnedCpumask::copy_of(policy.cpus(), crate::alloc::flags::GFP_KERNEL)?;
         // SAFETY: `cpus` is a valid mask.
         to_result(unsafe { bindings::dev_pm_opp_of_cpumask_add_table(cpus.as_raw()) })?;
-        // INVARIANT: The OPPs of exactly these CPUs were just added for this object.
+        // INVARIANT: The OPPs of exactly these CPUs were just added for this object; `dev` is
+        // the device of the policy's CPU, one of them.
         Ok(Self {
-            dev: dev.into(),
+            dev,
             added: Added::Cpus(cpus),
         })
     }

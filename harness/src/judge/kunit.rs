@@ -137,7 +137,7 @@ pub const EXPECTED_SKIPS: &[ExpectedSkip] = &[];
 pub const DOCTESTS: &[(&str, usize, &[Arch])] = &[
     ("io", 40, &Arch::ALL),
     ("revocable", 9, &Arch::ALL),
-    ("devres", 10, &Arch::ALL),
+    ("devres", 11, &Arch::ALL),
     ("pci", 37, &Arch::ALL),
     ("dma", 33, &Arch::ALL),
     ("irq", 5, &Arch::ALL),

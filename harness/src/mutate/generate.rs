@@ -94,6 +94,7 @@ pub fn generate(root: &Path, file: &str) -> Result<Vec<Mutant>> {
             scenarios: scenarios.clone(),
             survives: None,
             at: Some(f.start),
+            debug: false,
         });
     }
     if out.is_empty() {

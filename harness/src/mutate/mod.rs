@@ -53,6 +53,10 @@ pub struct Mutant {
     /// mutant's (`generate.rs`). The catalog's are found by their text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<usize>,
+    /// Only the debug flavour's checkers (atomic-sleep, PROVE_RCU, lockdep, KASAN, kmemleak)
+    /// can see it: it runs under `--debug` only, and is expected caught there.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub debug: bool,
 }
 
 #[derive(Deserialize)]
@@ -269,6 +273,8 @@ pub struct MutateOptions {
     pub generate: Option<String>,
     /// How the guests' DMA reaches the device (`--iommu`, `--bounce`).
     pub dma_path: run::DmaPath,
+    /// Boot the debug flavour (`--debug`); the catalog's `debug` mutants run only then.
+    pub debug: bool,
 }
 
 /// The mutants to pick from: the catalog, or the generated set of `opts.generate`.
@@ -295,9 +301,9 @@ pub fn pick(all: Vec<Mutant>, opts: &MutateOptions) -> Result<Vec<Mutant>> {
         .into_iter()
         .filter(|m| opts.only.is_empty() || opts.only.contains(&m.name))
         .collect();
-    // A sample is drawn from the mutants that run on the arch.
+    // A sample is drawn from the mutants that run on the arch and flavour.
     if opts.sample.is_some() {
-        chosen.retain(|m| runs_on(m, opts.arch));
+        chosen.retain(|m| runs_on(m, opts.arch) && (opts.debug || !m.debug));
     }
     if let Some((n, seed)) = opts.sample {
         // A small xorshift over the seed: the same seed picks the same mutants, in catalog order.
@@ -340,7 +346,14 @@ fn test_options(
         arches: vec![opts.arch],
         mainline_arches: vec![opts.arch],
         scenarios,
-        flavor: Default::default(),
+        flavor: crate::kernel::Flavor {
+            extra: if opts.debug {
+                vec!["debug".into()]
+            } else {
+                Vec::new()
+            },
+            ..Default::default()
+        },
         unit_tests: false,
         repeat: 1,
         jobs: opts.jobs,
@@ -363,6 +376,16 @@ pub fn mutate(paths: &Paths, opts: &MutateOptions) -> Result<bool> {
     let (mutants, elsewhere): (Vec<Mutant>, Vec<Mutant>) = pick(all(&paths.root, opts)?, opts)?
         .into_iter()
         .partition(|m| runs_on(m, opts.arch));
+    let (debug_only, mutants): (Vec<Mutant>, Vec<Mutant>) =
+        mutants.into_iter().partition(|m| m.debug && !opts.debug);
+    if !debug_only.is_empty() {
+        let names: Vec<&str> = debug_only.iter().map(|m| m.name.as_str()).collect();
+        eprintln!(
+            "mutate: {} mutants not run: only the debug flavour can catch them, run with --debug ({})",
+            debug_only.len(),
+            names.join(", ")
+        );
+    }
     if !elsewhere.is_empty() {
         let names: Vec<&str> = elsewhere.iter().map(|m| m.name.as_str()).collect();
         eprintln!(
@@ -643,6 +666,7 @@ mod tests {
                 why: String::new(),
                 survives: survives.map(str::to_string),
                 at: None,
+                debug: false,
             },
             fate,
             duration_s: 0.0,
@@ -681,6 +705,7 @@ mod tests {
             clean_first: false,
             generate: None,
             dma_path: Default::default(),
+            debug: false,
         };
         let names = |seed| -> Vec<String> {
             pick(catalog(root).unwrap(), &opts(seed))
