@@ -3,10 +3,10 @@
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
-use harness::arch::Arch;
-use harness::kernel::{Flavor, Line};
-use harness::scenario;
-use harness::{bench, run, Paths};
+use rig::arch::Arch;
+use rig::kernel::{Flavor, Line};
+use rig::scenario;
+use rig::{bench, run, Paths};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -100,7 +100,7 @@ enum Cmd {
         /// after probe); may be given more than once. Runs the `sweep` scenario alone unless
         /// --scenario says otherwise.
         #[arg(long, value_name = "KIND:N", value_parser = parse_point)]
-        sweep_point: Vec<harness::sweep::Point>,
+        sweep_point: Vec<rig::sweep::Point>,
         /// The seed of the sampled sweep (default: new each run, printed).
         #[arg(long, value_name = "SEED", conflicts_with = "sweep_point")]
         sweep_seed: Option<u64>,
@@ -134,8 +134,8 @@ enum Cmd {
         /// Switch these judge rules off (comma list: ack-values, interrupts-off,
         /// failed-probe-quiesced, dma-core), to see which mutants only they catch: a
         /// weakened judge, for measuring the rig, never for a verdict.
-        #[arg(long, value_delimiter = ',', value_parser = harness::judge::Rule::parse)]
-        weaken: Vec<harness::judge::Rule>,
+        #[arg(long, value_delimiter = ',', value_parser = rig::judge::Rule::parse)]
+        weaken: Vec<rig::judge::Rule>,
         /// Boot the mutants behind a strict vIOMMU (as `test --iommu`).
         #[arg(long, conflicts_with = "bounce")]
         iommu: bool,
@@ -213,7 +213,7 @@ fn parse_arch(s: &str) -> Result<Arch, String> {
     s.parse()
 }
 
-fn parse_point(s: &str) -> Result<harness::sweep::Point, String> {
+fn parse_point(s: &str) -> Result<rig::sweep::Point, String> {
     s.parse()
 }
 
@@ -323,12 +323,12 @@ fn run_cli(cli: Cli) -> Result<bool> {
             sweep_seed,
         } => {
             let plan = match (sweep, sweep_seed) {
-                _ if !sweep_point.is_empty() => harness::sweep::Plan::Points(sweep_point),
-                (true, _) => harness::sweep::Plan::All,
-                (false, Some(seed)) => harness::sweep::Plan::Sample(seed),
-                (false, None) => harness::sweep::Plan::sample_now(),
+                _ if !sweep_point.is_empty() => rig::sweep::Plan::Points(sweep_point),
+                (true, _) => rig::sweep::Plan::All,
+                (false, Some(seed)) => rig::sweep::Plan::Sample(seed),
+                (false, None) => rig::sweep::Plan::sample_now(),
             };
-            let only_sweep = sweep || matches!(plan, harness::sweep::Plan::Points(_));
+            let only_sweep = sweep || matches!(plan, rig::sweep::Plan::Points(_));
             let scenario = match scenario {
                 None if only_sweep => Some(vec![&scenario::SWEEP]),
                 s => s.map(|s| s.0),
@@ -429,9 +429,9 @@ fn run_cli(cli: Cli) -> Result<bool> {
             let dma_path = dma_path(iommu, bounce, &[arch])?;
             if !weaken.is_empty() {
                 eprintln!("mutate: the judge is weakened ({weaken:?} off): these fates measure the rig without those rules, they are no verdicts");
-                harness::judge::weaken(weaken).map_err(anyhow::Error::msg)?;
+                rig::judge::weaken(weaken).map_err(anyhow::Error::msg)?;
             }
-            let opts = harness::mutate::MutateOptions {
+            let opts = rig::mutate::MutateOptions {
                 arch,
                 only,
                 sample: None,
@@ -445,7 +445,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 debug,
             };
             if list {
-                for m in harness::mutate::all(&paths.root, &opts)? {
+                for m in rig::mutate::all(&paths.root, &opts)? {
                     match m.at {
                         Some(_) => println!("{:<56} {}", m.name, m.why),
                         None => println!(
@@ -470,8 +470,8 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 );
                 (n, seed)
             });
-            let opts = harness::mutate::MutateOptions { sample, ..opts };
-            return harness::mutate::mutate(&paths, &opts);
+            let opts = rig::mutate::MutateOptions { sample, ..opts };
+            return rig::mutate::mutate(&paths, &opts);
         }
         Cmd::Regs { check } => {
             let gen = if check {

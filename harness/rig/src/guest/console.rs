@@ -1,34 +1,7 @@
 //! Reading the guest's serial console: stripping printk timestamps and
 //! recognising the kernel's distress signals.
 
-/// A line that by itself fails any scenario.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Splat {
-    Oops,
-    Bug,
-    Warning,
-    Panic,
-    Sanitizer,
-    Lockdep,
-    RcuStall,
-    /// A kmemleak report (the debug flavour scans at the end of each boot).
-    Leak,
-}
-
-impl Splat {
-    pub fn name(self) -> &'static str {
-        match self {
-            Splat::Oops => "Oops",
-            Splat::Bug => "BUG",
-            Splat::Warning => "WARNING",
-            Splat::Panic => "panic",
-            Splat::Sanitizer => "sanitizer report",
-            Splat::Lockdep => "lockdep splat",
-            Splat::RcuStall => "RCU stall",
-            Splat::Leak => "kmemleak report",
-        }
-    }
-}
+pub use vocab::verdict::Splat;
 
 /// Who wrote a console line, by its syslog prefix: with
 /// `console_msg_format=syslog` the kernel starts each record it prints with

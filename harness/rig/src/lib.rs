@@ -2,7 +2,6 @@
 //! initramfs, boots guests under QEMU and judges what they print.
 //! `xtask` is only its command line; everything it does lives here.
 
-pub mod arch;
 pub mod bench;
 pub mod guest;
 pub mod host;
@@ -10,9 +9,9 @@ pub mod judge;
 pub mod kernel;
 pub mod mutate;
 pub mod run;
-pub mod scenario;
-pub mod sweep;
-pub mod verdict;
+
+// The vocabulary, under the names the rig's modules have always used.
+pub use vocab::{arch, scenario, sweep, verdict};
 
 use anyhow::{bail, Result};
 use std::path::PathBuf;

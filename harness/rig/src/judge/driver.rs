@@ -445,7 +445,7 @@ mod tests {
     /// that could hide a later edit.
     #[test]
     fn the_driver_forbids_unsafe_code() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-kernel/driver");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../guest-kernel/driver");
         let src = std::fs::read_to_string(dir.join("pci_rig.rs")).unwrap();
         assert!(src.contains("#![forbid(unsafe_code)]"));
         // regs.rs is generated (regmap), a module of the driver's crate.

@@ -4,15 +4,15 @@
 //! against it.
 
 use crate::arch::Arch;
-use crate::guest::console::Splat;
-use crate::kernel::Line;
+use crate::verdict::Splat;
+use crate::line::Line;
 use crate::verdict::Cause;
 use std::time::Duration;
 
 /// One scenario's guest script, `images/scenarios/NAME.sh`, built in.
 macro_rules! script {
     ($name:literal) => {
-        include_str!(concat!("../../images/scenarios/", $name, ".sh"))
+        include_str!(concat!("../../../images/scenarios/", $name, ".sh"))
     };
 }
 
@@ -51,7 +51,7 @@ pub enum Machine {
     StockHotplug(Slot),
     /// No device of ours; QEMU's device tree edited for the scenario
     /// (`dt`): device-tree machines only.
-    DeviceTree(crate::guest::dt::Edit),
+    DeviceTree(crate::devicetree::Edit),
 }
 
 /// Who ejects a hot-unplugged device.
@@ -904,7 +904,7 @@ pub const ALL: &[&Scenario] = &[
 /// A platform driver bound by device-tree `compatible` (issue 17).
 pub const PLATFORM: Scenario = Scenario {
     about: "pcirig_platform binds a device-tree node by compatible, maps its MMIO window (Devres<IoMem>), unbind, bind again, rmmod",
-    machine: Machine::DeviceTree(crate::guest::dt::Edit::Platform),
+    machine: Machine::DeviceTree(crate::devicetree::Edit::Platform),
     check: Check::Platform,
     ..Scenario::runner("platform", script!("platform"), Duration::from_secs(120))
 };
@@ -913,7 +913,7 @@ pub const PLATFORM: Scenario = Scenario {
 /// an OPP table in the device tree (issue 17).
 pub const CPUFREQ: Scenario = Scenario {
     about: "rcpufreq_dt: the policy lists the OPP table, each frequency set through the userspace governor reaches scaling_cur_freq and the clock, rmmod unregisters",
-    machine: Machine::DeviceTree(crate::guest::dt::Edit::Cpufreq),
+    machine: Machine::DeviceTree(crate::devicetree::Edit::Cpufreq),
     check: Check::Cpufreq,
     ..Scenario::runner("cpufreq", script!("cpufreq"), Duration::from_secs(120))
 };
@@ -981,7 +981,7 @@ mod tests {
     use std::path::Path;
 
     fn repo() -> &'static Path {
-        Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
+        Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap()
     }
 
     #[test]

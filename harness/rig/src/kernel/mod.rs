@@ -17,6 +17,7 @@ use crate::arch::Arch;
 use crate::host::process::run;
 use crate::host::provision::Toolchain;
 use crate::Paths;
+pub use vocab::line::{Line, MAINLINE_PACKAGE};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -24,99 +25,41 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The source package of the mainline line, pinned: Debian trixie-backports' newest Linux.
-pub const MAINLINE_PACKAGE: &str = "linux-source-7.3";
-
-/// A kernel line: where its source comes from and what we lay over it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Line {
-    /// Linux 6.12 LTS (the host's linux-source-6.12) with our abstractions laid over it.
-    #[default]
-    Lts,
-    /// Mainline 7.x (`MAINLINE_PACKAGE`), with upstream's own Rust abstractions.
-    Mainline,
-}
-
-impl Line {
-    /// `6.12` or `7`, as `--kernel` takes it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Line::Lts => "6.12",
-            Line::Mainline => "7",
+/// The source tarball and the package version that keys it. The LTS source is a host
+/// package (provisioned with the rest); mainline's is fetched into the cache once, from
+/// trixie-backports through a private apt state.
+fn source(line: Line, paths: &Paths) -> Result<(PathBuf, String)> {
+    let tarball = |root: &Path| root.join(format!("usr/src/{}.tar.xz", line.package()));
+    let key = |v: &str| v.trim().replace(['~', ':', '+'], "_");
+    match line {
+        Line::Lts => {
+            let v = run(Command::new("dpkg-query").args([
+                "-W",
+                "-f=${Version}",
+                line.package(),
+            ]))
+            .with_context(|| format!("asking dpkg for the {} version", line.package()))?;
+            Ok((tarball(Path::new("/")), key(&v)))
         }
-    }
-
-    fn package(self) -> &'static str {
-        match self {
-            Line::Lts => "linux-source-6.12",
-            Line::Mainline => MAINLINE_PACKAGE,
-        }
-    }
-
-    /// Where the libclang its bindgen loads lives, always named: bindgen otherwise takes the
-    /// newest on the host, and with mainline's libclang 19 installed, 6.12's riscv64 build (clang
-    /// 14's flags, such as `-enable-trivial-auto-var-init-zero-knowing-it-will-be-removed-from-clang`)
-    /// failed on a fresh cache. Mainline needs 17 or newer (package libclang1-19).
-    pub fn libclang(self) -> &'static str {
-        match self {
-            Line::Lts => "/usr/lib/llvm-14/lib",
-            Line::Mainline => "/usr/lib/llvm-19/lib",
-        }
-    }
-
-    /// The LLVM its clang builds use (riscv64 always, arm64's debug flavour): mainline asks
-    /// for clang 17 or newer, Debian 12's default is 14.
-    pub fn llvm(self) -> &'static str {
-        match self {
-            Line::Lts => "/usr/lib/llvm-14/bin/",
-            Line::Mainline => "/usr/lib/llvm-19/bin/",
-        }
-    }
-
-    /// This line's base fragment under guest-kernel/configs/ (the arch's are shared).
-    fn base_fragment(self) -> &'static str {
-        match self {
-            Line::Lts => "base",
-            Line::Mainline => "mainline/base",
-        }
-    }
-
-    /// The source tarball and the package version that keys it. The LTS source is a host
-    /// package (provisioned with the rest); mainline's is fetched into the cache once, from
-    /// trixie-backports through a private apt state.
-    fn source(self, paths: &Paths) -> Result<(PathBuf, String)> {
-        let tarball = |root: &Path| root.join(format!("usr/src/{}.tar.xz", self.package()));
-        let key = |v: &str| v.trim().replace(['~', ':', '+'], "_");
-        match self {
-            Line::Lts => {
-                let v = run(Command::new("dpkg-query").args([
-                    "-W",
-                    "-f=${Version}",
-                    self.package(),
-                ]))
-                .with_context(|| format!("asking dpkg for the {} version", self.package()))?;
-                Ok((tarball(Path::new("/")), key(&v)))
+        Line::Mainline => {
+            let dir = paths.cache.join("apt/linux-mainline");
+            let (root, version) = (dir.join("root"), dir.join("version"));
+            if let (true, Ok(v)) = (tarball(&root).exists(), std::fs::read_to_string(&version))
+            {
+                return Ok((tarball(&root), key(&v)));
             }
-            Line::Mainline => {
-                let dir = paths.cache.join("apt/linux-mainline");
-                let (root, version) = (dir.join("root"), dir.join("version"));
-                if let (true, Ok(v)) = (tarball(&root).exists(), std::fs::read_to_string(&version))
-                {
-                    return Ok((tarball(&root), key(&v)));
-                }
-                eprintln!(
-                    "kernel: fetching {} from trixie-backports (about 170 MB)",
-                    self.package()
-                );
-                let apt = crate::host::apt::PrivateApt::new(&dir, "amd64", &["trixie-backports"])?;
-                let deb = apt.download_one(self.package())?;
-                let v = run(Command::new("dpkg-deb").arg("-f").arg(&deb).arg("Version"))?;
-                let _ = std::fs::remove_dir_all(&root);
-                crate::host::apt::extract(&deb, &root)?;
-                std::fs::remove_file(&deb)?;
-                std::fs::write(&version, v.trim())?;
-                Ok((tarball(&root), key(&v)))
-            }
+            eprintln!(
+                "kernel: fetching {} from trixie-backports (about 170 MB)",
+                line.package()
+            );
+            let apt = crate::host::apt::PrivateApt::new(&dir, "amd64", &["trixie-backports"])?;
+            let deb = apt.download_one(line.package())?;
+            let v = run(Command::new("dpkg-deb").arg("-f").arg(&deb).arg("Version"))?;
+            let _ = std::fs::remove_dir_all(&root);
+            crate::host::apt::extract(&deb, &root)?;
+            std::fs::remove_file(&deb)?;
+            std::fs::write(&version, v.trim())?;
+            Ok((tarball(&root), key(&v)))
         }
     }
 }
@@ -211,7 +154,7 @@ pub struct Tree {
 /// Unpacks the pristine source tree if it is not yet (the first minute of a
 /// cold start, which provisioning overlaps with building bindgen).
 pub fn unpack_source(paths: &Paths, line: Line) -> Result<()> {
-    let (tarball, version) = line.source(paths)?;
+    let (tarball, version) = source(line, paths)?;
     let base = tree_base(paths, &version);
     // Unpacked once, marked last: no lock needed to see it (a build would
     // hold the tree shared, and this must not wait for one).
@@ -234,7 +177,7 @@ fn tree_base(paths: &Paths, version: &str) -> PathBuf {
 /// Takes `arch`'s build tree for `flavor`, the source tree unpacked and our
 /// overlay applied first. Waits (saying so) while another build holds it.
 pub fn lock(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<Tree> {
-    let (tarball, version) = flavor.line.source(paths)?;
+    let (tarball, version) = source(flavor.line, paths)?;
     let base = tree_base(paths, &version);
     std::fs::create_dir_all(&base)?;
     let src = base.join("src");

@@ -3,7 +3,6 @@
 //! be failed for) and the run layer (which reports it): none of them
 //! imports another for these.
 
-use crate::guest::console::Splat;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -31,3 +30,32 @@ pub enum Cause {
 
 /// Durations a run measured, in milliseconds, by name (`remove_ms`, …).
 pub type Timings = BTreeMap<&'static str, f64>;
+
+/// A line that by itself fails any scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Splat {
+    Oops,
+    Bug,
+    Warning,
+    Panic,
+    Sanitizer,
+    Lockdep,
+    RcuStall,
+    /// A kmemleak report (the debug flavour scans at the end of each boot).
+    Leak,
+}
+
+impl Splat {
+    pub fn name(self) -> &'static str {
+        match self {
+            Splat::Oops => "Oops",
+            Splat::Bug => "BUG",
+            Splat::Warning => "WARNING",
+            Splat::Panic => "panic",
+            Splat::Sanitizer => "sanitizer report",
+            Splat::Lockdep => "lockdep splat",
+            Splat::RcuStall => "RCU stall",
+            Splat::Leak => "kmemleak report",
+        }
+    }
+}
