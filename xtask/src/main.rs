@@ -235,6 +235,14 @@ fn parse_scenarios(s: &str) -> Result<Scenarios, String> {
     Ok(Scenarios(out))
 }
 
+/// A sweep sample seeded from the clock: it changes from run to run, and is printed.
+fn sweep_sample_now() -> rig::sweep::Plan {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    rig::sweep::Plan::Sample(nanos % 1_000_000)
+}
+
 fn flavor(debug: bool) -> Flavor {
     Flavor {
         line: Line::Lts,
@@ -326,7 +334,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 _ if !sweep_point.is_empty() => rig::sweep::Plan::Points(sweep_point),
                 (true, _) => rig::sweep::Plan::All,
                 (false, Some(seed)) => rig::sweep::Plan::Sample(seed),
-                (false, None) => rig::sweep::Plan::sample_now(),
+                (false, None) => sweep_sample_now(),
             };
             let only_sweep = sweep || matches!(plan, rig::sweep::Plan::Points(_));
             let scenario = match scenario {

@@ -5,13 +5,14 @@
 pub mod bench;
 pub mod guest;
 pub mod host;
-pub mod judge;
 pub mod kernel;
 pub mod mutate;
 pub mod run;
 
 // The vocabulary, under the names the rig's modules have always used.
 pub use vocab::{arch, scenario, sweep, verdict};
+// The judge, under the name the rig's modules have always used.
+pub use judge;
 
 use anyhow::{bail, Result};
 use std::path::PathBuf;

@@ -137,15 +137,15 @@ impl Arch {
     /// so the guest's clock ran up to 40 times fast and a driver's 1 s interrupt wait expired
     /// in milliseconds. So `no_timer_check` (QEMU's timer is known good), and
     /// `tsc_early_khz=` the host's TSC frequency: TCG's guest TSC is the host's
-    /// (`host_tsc_khz`). And `lpj=` the TSC's cycles per tick, which the first CPU derives
+    /// (`host_tsc_khz`, which the rig measures). And `lpj=` the TSC's cycles per tick, which the first CPU derives
     /// from that frequency anyway: the second (another socket, no constant-TSC flag) would
     /// otherwise calibrate its delay loop for 70 ms of every boot. `nolapic_timer`: the
     /// local APIC timer has no known frequency under TCG (no TSC-deadline mode), so the
     /// kernel would count it against the tick for 100 ms (`HZ/10` ticks) of every boot; the
     /// HPET ticks instead, the second CPU through broadcast IPIs.
-    pub fn kernel_args(self, hz: Option<u32>) -> String {
+    pub fn kernel_args(self, hz: Option<u32>, host_tsc_khz: Option<u64>) -> String {
         match self {
-            Arch::X86_64 => match (host_tsc_khz(), hz) {
+            Arch::X86_64 => match (host_tsc_khz, hz) {
                 (Some(khz), Some(hz)) => format!(
                     "no_timer_check tsc_early_khz={khz} lpj={} nolapic_timer",
                     khz * 1000 / u64::from(hz)
@@ -163,40 +163,6 @@ impl Arch {
             Arch::Arm64 => "ttyAMA0",
         }
     }
-}
-
-/// The host's TSC frequency in kHz, measured once against the monotonic clock over 50 ms
-/// (both keep counting while this thread is descheduled), when the host is x86_64 with an
-/// invariant TSC (`constant_tsc` and `nonstop_tsc`); else `None`.
-pub fn host_tsc_khz() -> Option<u64> {
-    static KHZ: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
-    *KHZ.get_or_init(|| {
-        let flags = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-        let flags = flags.lines().find(|l| l.starts_with("flags"))?;
-        let invariant = ["constant_tsc", "nonstop_tsc"]
-            .iter()
-            .all(|f| flags.split_whitespace().any(|w| w == *f));
-        if !invariant {
-            return None;
-        }
-        tsc_khz_over(std::time::Duration::from_millis(50))
-    })
-}
-
-#[cfg(target_arch = "x86_64")]
-fn tsc_khz_over(span: std::time::Duration) -> Option<u64> {
-    // SAFETY: RDTSC reads a counter; it has no preconditions and touches no memory.
-    let tsc = || unsafe { std::arch::x86_64::_rdtsc() };
-    let (t0, c0) = (std::time::Instant::now(), tsc());
-    std::thread::sleep(span);
-    let (c1, t1) = (tsc(), std::time::Instant::now());
-    let ns = (t1 - t0).as_nanos() as u64;
-    (ns > 0).then(|| (c1.wrapping_sub(c0)).saturating_mul(1_000_000) / ns)
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn tsc_khz_over(_: std::time::Duration) -> Option<u64> {
-    None
 }
 
 impl fmt::Display for Arch {
@@ -218,14 +184,6 @@ impl FromStr for Arch {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_host_tsc_is_measured_alike_twice() {
-        let Some(khz) = host_tsc_khz() else { return };
-        assert!((100_000..10_000_000).contains(&khz), "{khz} kHz");
-        let again = tsc_khz_over(std::time::Duration::from_millis(20)).unwrap();
-        assert!(khz.abs_diff(again) * 50 < khz, "{khz} then {again} kHz");
-    }
 
     #[test]
     fn parses_every_name_and_rejects_others() {

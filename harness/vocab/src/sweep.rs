@@ -129,14 +129,6 @@ pub enum Plan {
 }
 
 impl Plan {
-    /// A sample seeded from the clock: it changes from run to run, and is printed.
-    pub fn sample_now() -> Plan {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        Plan::Sample(nanos % 1_000_000)
-    }
-
     /// The points a scenario sweeping `sample`'s kinds runs on `arch`.
     pub fn points(&self, arch: Arch, sample: Sample) -> Vec<Point> {
         let ours = |p: &Point| sample.iter().any(|(k, _)| *k == p.kind);

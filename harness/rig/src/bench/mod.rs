@@ -20,7 +20,7 @@
 //! chart.
 
 pub mod baseline;
-pub mod figures;
+pub use judge::figures;
 pub mod svg;
 
 use crate::arch::Arch;

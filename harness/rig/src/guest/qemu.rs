@@ -7,7 +7,8 @@ use crate::arch::Arch;
 use crate::guest::console::Untangle;
 use crate::guest::qmp::Qmp;
 use crate::host::provision::Qemu;
-use crate::judge::phases::{Phases, Recorder};
+use crate::judge::phases::Recorder;
+pub use judge::Console;
 use anyhow::{bail, Context, Result};
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -30,37 +31,6 @@ pub struct Guest<'a> {
     pub dir: &'a Path,
     /// More QEMU arguments, e.g. the device under test.
     pub extra_args: Vec<String>,
-}
-
-/// What a boot left behind.
-pub struct Console {
-    /// The console's lines as the guest meant them (`console::Untangle`);
-    /// serial.log has them as they came.
-    pub lines: Vec<String>,
-    pub timed_out: bool,
-    pub exit: Option<ExitStatus>,
-    pub elapsed: Duration,
-    /// The machine that booted.
-    pub arch: Arch,
-    /// The kernel was asked to start each record with its syslog prefix
-    /// (`console_msg_format=syslog`), which tells its lines from user
-    /// space's (`console::origin`).
-    pub syslog: bool,
-    /// QMP events (DEVICE_DELETED, SHUTDOWN, …) seen during the boot.
-    pub events: Vec<serde_json::Value>,
-    /// When the host injected each AER error the guest asked for (the host's
-    /// CLOCK_MONOTONIC in ns, the clock of the device's access log); filled
-    /// in by the caller of `Guest::run`.
-    pub injected_ns: Vec<u64>,
-    /// What the host failed to do for the guest (a host action that failed, a device request
-    /// the server refused), each with its reason; filled in by the caller of `Guest::run`.
-    pub host_failures: Vec<String>,
-    /// The MMIO oracle's log (`oracle`), when the plugin watched this boot:
-    /// what it saw, or why it could not be read; filled in by the caller.
-    pub oracle: Option<Result<crate::judge::oracle::Log, String>>,
-    /// Where the boot's time went, by the host's clock and the guest's
-    /// printk stamps (`judge::phases`).
-    pub phases: Phases,
 }
 
 /// What the console's reader hands the boot's loop, each with the time it
@@ -165,7 +135,7 @@ impl Guest<'_> {
             .arg(format!(
                 "console={} panic=-1 console_msg_format=syslog {} {}",
                 self.arch.console(),
-                self.arch.kernel_args(self.hz),
+                self.arch.kernel_args(self.hz, crate::host::tsc::host_tsc_khz()),
                 self.cmdline
             ));
         if let Some(q) = qmp {

@@ -5,3 +5,4 @@ pub mod apt;
 pub mod plugins;
 pub mod process;
 pub mod provision;
+pub mod tsc;

@@ -421,7 +421,7 @@ impl Rig<'_> {
         // it would distort; and the platform demo node's window.
         let watched = s.machine.has_device() || matches!(s.check, Check::UpstreamPci { .. });
         let windows = if watched && !matches!(s.check, Check::Bench) {
-            Some(crate::judge::oracle::windows(g.arch).to_vec())
+            Some(crate::guest::oracle::windows(g.arch).to_vec())
         } else {
             node_window.map(|w| vec![w])
         };
@@ -429,14 +429,14 @@ impl Rig<'_> {
         let oracle_log = dir.join(crate::judge::oracle::LOG);
         if let Some((so, windows)) = &oracle {
             // Armed late: the guest asks once it has booted (images/init).
-            let arm = dir.join(crate::judge::oracle::ARM);
+            let arm = dir.join(crate::guest::oracle::ARM);
             let _ = std::fs::remove_file(&arm);
             g.extra_args.extend([
                 "-plugin".into(),
-                crate::judge::oracle::plugin_arg(so, windows, &oracle_log, &arm),
+                crate::guest::oracle::plugin_arg(so, windows, &oracle_log, &arm),
             ]);
             g.cmdline.push(' ');
-            g.cmdline.push_str(crate::judge::oracle::CMDLINE);
+            g.cmdline.push_str(crate::guest::oracle::CMDLINE);
         }
         let mut actions = std::fs::File::create(dir.join("host-actions.log"))?;
         let mut failures = Vec::new();
@@ -564,7 +564,7 @@ impl Rig<'_> {
         }
         let mut console = console.map_err(|e| {
             let stderr = std::fs::read_to_string(dir.join("qemu-stderr.log")).unwrap_or_default();
-            match (&oracle, crate::judge::oracle::refused(&stderr)) {
+            match (&oracle, crate::guest::oracle::refused(&stderr)) {
                 (Some(_), Some(why)) => anyhow::anyhow!("{why}"),
                 _ => e,
             }
@@ -572,7 +572,7 @@ impl Rig<'_> {
         console.host_failures = failures;
         console.injected_ns = injected_ns;
         if oracle.is_some() {
-            console.oracle = Some(crate::judge::oracle::Log::read(&oracle_log).map(|mut log| {
+            console.oracle = Some(crate::guest::oracle::read(&oracle_log).map(|mut log| {
                 log.host = armed;
                 log
             }));
@@ -864,7 +864,7 @@ fn arm_oracle(
         bail!("the MMIO oracle is not loaded in this boot");
     }
     // Each nudge is an empty line: it wakes a vCPU, the guest skips it.
-    crate::judge::oracle::arm(dir, Duration::from_secs(30), || {
+    crate::guest::oracle::arm(dir, Duration::from_secs(30), || {
         console_in.write_all(b"\n")?;
         Ok(console_in.flush()?)
     })?;
@@ -882,7 +882,7 @@ fn arm_oracle(
         }
         None => None,
     };
-    writeln!(console_in, "{}", crate::judge::oracle::ARMED_ACK)?;
+    writeln!(console_in, "{}", crate::guest::oracle::ARMED_ACK)?;
     console_in.flush()?;
     Ok(next)
 }
@@ -976,30 +976,58 @@ pub fn new_run_dir(paths: &Paths) -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// `cargo test --workspace`, its output in `cargo-test.log` (it runs while
-/// the guests boot; a failure prints the log's tail).
+/// The crates that must not spawn, touch files or read a clock: their `clippy.toml` bans those
+/// calls, and [`cargo_test`] lints them for it.
+pub const PURE_CRATES: &[&str] = &["vocab", "judge"];
+
+/// `cargo test --workspace`, then clippy over [`PURE_CRATES`] with only their bans as errors;
+/// the output of both in `cargo-test.log` (it runs while the guests boot; a failure prints the
+/// log's tail).
 fn cargo_test(paths: &Paths, dir: &Path) -> Outcome {
-    eprintln!("test: cargo test --workspace (output: cargo-test.log)");
+    eprintln!("test: cargo test --workspace, clippy's bans on {} (output: cargo-test.log)", PURE_CRATES.join(", "));
     let started = Instant::now();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let log = dir.join("cargo-test.log");
+    let mut lint = vec!["clippy"];
+    for c in PURE_CRATES {
+        lint.extend(["-p", c]);
+    }
+    lint.extend([
+        "--lib",
+        "--",
+        "-A",
+        "clippy::all",
+        "-D",
+        "clippy::disallowed_methods",
+        "-D",
+        "clippy::disallowed_types",
+    ]);
     let status = std::fs::File::create(&log).and_then(|out| {
-        Command::new(cargo)
-            .args(["test", "--workspace"])
-            .current_dir(&paths.root)
-            .stdin(std::process::Stdio::null())
-            .stdout(out.try_clone()?)
-            .stderr(out)
-            .status()
+        for args in [&["test", "--workspace"][..], &lint] {
+            let s = Command::new(&cargo)
+                .args(args)
+                .current_dir(&paths.root)
+                .stdin(std::process::Stdio::null())
+                .stdout(out.try_clone()?)
+                .stderr(out.try_clone()?)
+                .status()?;
+            if !s.success() {
+                return Ok(s);
+            }
+        }
+        Ok(std::process::ExitStatus::default())
     });
     let (verdict, reason) = match status {
-        Ok(s) if s.success() => (Verdict::Pass, "all workspace tests passed".to_string()),
+        Ok(s) if s.success() => (
+            Verdict::Pass,
+            "all workspace tests passed; the pure crates spawn, open and time nothing".to_string(),
+        ),
         Ok(s) => {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
             (
                 Verdict::Fail,
                 format!(
-                    "cargo test --workspace failed ({s}); the end of {}:\n{}",
+                    "cargo test --workspace or the pure crates' lint failed ({s}); the end of {}:\n{}",
                     log.display(),
                     crate::host::process::tail(&text, 40)
                 ),
@@ -1093,7 +1121,7 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
     // x86_64's boots pass the host's TSC frequency, measured over 50 ms:
     // measured beside the builds, not before the first boot.
     if opts.arches.contains(&Arch::X86_64) {
-        std::thread::spawn(crate::arch::host_tsc_khz);
+        std::thread::spawn(crate::host::tsc::host_tsc_khz);
     }
     // The unit tests run beside the guests: neither waits for the other.
     let (unit, boots) = std::thread::scope(|scope| {

@@ -7,8 +7,8 @@
 //! `judge::sweep` holds every point's outcome against it, having checked that the device's log
 //! shows the access the table expects at that place.
 
-use crate::guest::device::Kind;
-use crate::sweep::{At, Point};
+use crate::device_log::Kind;
+use vocab::sweep::{At, Point};
 use qemu_device::model::FaultKind;
 use regmap::reg;
 use std::fmt;
@@ -356,8 +356,8 @@ impl Table {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::judge::driver::STEPS;
-    use crate::sweep::PROBE_ACCESSES;
+    use crate::driver::STEPS;
+    use vocab::sweep::PROBE_ACCESSES;
 
     fn p(s: &str) -> Point {
         s.parse().unwrap()
@@ -439,7 +439,7 @@ mod tests {
     #[test]
     fn every_point_has_an_allowed_outcome() {
         let t = Table::new();
-        for point in crate::sweep::every() {
+        for point in vocab::sweep::every() {
             for held in [false, true] {
                 assert!(!t.allowed(point, held).is_empty(), "{point}");
             }
@@ -451,10 +451,10 @@ mod tests {
         let t = Table::new();
         let step = |n| t.entry(n).and_then(|e| e.step).unwrap_or("");
         assert!(
-            step(crate::sweep::DMA_FROM).starts_with("dma"),
+            step(vocab::sweep::DMA_FROM).starts_with("dma"),
             "{}",
-            step(crate::sweep::DMA_FROM)
+            step(vocab::sweep::DMA_FROM)
         );
-        assert!(!step(crate::sweep::DMA_FROM - 1).starts_with("dma"));
+        assert!(!step(vocab::sweep::DMA_FROM - 1).starts_with("dma"));
     }
 }

@@ -5,27 +5,33 @@
 pub mod accounting;
 pub mod acks;
 pub mod config;
+pub mod console;
+pub mod device_log;
 pub mod dma;
 pub mod dma_core;
 pub mod dma_lines;
 pub mod driver;
+mod evidence;
+pub mod figures;
 pub mod known;
 pub mod ktap;
 pub mod kunit;
 pub mod oracle;
 pub mod phases;
+pub mod platform;
+pub mod requests;
 pub mod rules;
 pub mod sweep;
 pub mod sweep_table;
 
-use crate::bench::figures::GuestFigures;
-use crate::guest::console::{self, Origin};
-use crate::guest::device::{self, Access, Stopped};
-use crate::guest::qemu::Console;
-use crate::guest::{self, GuestRequest, HostAction, DONE, SETTLED};
-use crate::scenario::{Check, DriverExpect, IrqMode, Scenario, WorkerStop, STORM_IRQS};
-pub use crate::verdict::Cause;
-use crate::verdict::{Timings, Verdict};
+use crate::figures::GuestFigures;
+use console::Origin;
+use crate::device_log::{self as device, Access, Stopped};
+pub use evidence::Console;
+use requests::{GuestRequest, HostAction, DONE, SETTLED};
+use vocab::scenario::{Check, DriverExpect, IrqMode, Scenario, WorkerStop, STORM_IRQS};
+pub use vocab::verdict::Cause;
+use vocab::verdict::{Timings, Verdict};
 use accounting::Accounted;
 use ktap::Line;
 use rules::rule_on;
@@ -165,7 +171,7 @@ fn verdict(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
             .count(),
         _ => 0,
     };
-    let asked = guest::requests::in_console(&c.lines)
+    let asked = requests::in_console(&c.lines)
         .filter(|r| *r == Ok(GuestRequest::Host(HostAction::Unplug)))
         .count()
         + struck_unplugs;
@@ -304,7 +310,7 @@ fn verdict(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
             Some(Err(e)) => Err(format!("MMIO oracle: {e}")),
             Some(Ok(log)) => oracle::sample::judge(log, &text, bindings),
         }),
-        Check::Cpufreq => Some(crate::guest::dt::judge_cpufreq(&text)),
+        Check::Cpufreq => Some(crate::platform::judge_cpufreq(&text)),
         _ => None,
     };
     match platform {
@@ -565,17 +571,16 @@ fn account_user_space(c: &Console, device: &[Stopped]) -> Result<(String, Accoun
     Ok((summary, Accounting { accesses: n, dma }))
 }
 
-/// `platform`: the kernel's lines (`dt::judge_platform`), then the MMIO
+/// `platform`: the kernel's lines (`platform::judge_platform`), then the MMIO
 /// oracle's view of the node's window, when it was loaded.
 fn judge_platform(c: &Console, text: &[&str]) -> Result<String, String> {
-    use crate::guest::dt;
-    let mut summary = dt::judge_platform(text)?;
+    let mut summary = platform::judge_platform(text)?;
     match &c.oracle {
         None => {}
         Some(Err(e)) => return Err(format!("MMIO oracle: {e}")),
         Some(Ok(log)) => {
-            let window = (dt::window(text)?, dt::DEMO_WINDOW_LEN);
-            let reads = dt::platform_reads(text)?;
+            let window = (platform::window(text)?, vocab::devicetree::DEMO_WINDOW_LEN);
+            let reads = platform::platform_reads(text)?;
             summary.push_str(&oracle::judge_window(log, &c.lines, window, &reads)?);
         }
     }
@@ -698,10 +703,10 @@ fn judge_sweep(
     let summary = format!(
         ", sweep: {} points ({}), each struck where asked by the device's log, each faulted binding ended cleanly and the next clean one bound with all {} accesses; outcomes: {}; slowest faulted probe {slowest:.0} ms; {} bindings accounted for ({} accesses, {} worker reads, {} reported after their device server died, which only the MMIO oracle saw), {quiesced} ended with bus mastering and MSI off, {irq_counts} IRQ_COUNT reads equal to the acks, {acks} INT_ACK writes each equal to the INT_STATUS read before it{seen}",
         results.len(),
-        crate::sweep::cmdline(&points)
+        vocab::sweep::cmdline(&points)
             .trim_start_matches("pcirig.points=")
             .replace(',', " "),
-        crate::sweep::PROBE_ACCESSES,
+        vocab::sweep::PROBE_ACCESSES,
         outcomes.join(", "),
         n.bindings,
         n.driver,
@@ -947,7 +952,7 @@ pub(crate) fn test_access(
         size,
         value: Some(value),
         kind: kind.parse().unwrap(),
-        class: crate::guest::device::Class::Ok,
+        class: crate::device_log::Class::Ok,
         fault: None,
     }
 }
@@ -1011,8 +1016,8 @@ mod tests {
         };
         judge_driver(&want, c, device).map(|(summary, _)| summary)
     }
-    use crate::guest::console::Splat;
-    use crate::scenario::*;
+    use crate::console::Splat;
+    use vocab::scenario::*;
     use std::os::unix::process::ExitStatusExt;
     use std::time::Duration;
 
@@ -1025,7 +1030,7 @@ mod tests {
             injected_ns: vec![],
             oracle: None,
             elapsed: Duration::from_millis(1500),
-            arch: crate::arch::Arch::Arm64,
+            arch: vocab::arch::Arch::Arm64,
             syslog: false,
             events: vec![],
             phases: Default::default(),
@@ -1813,7 +1818,7 @@ mod tests {
             injected_ns: vec![],
             oracle: None,
             elapsed: Duration::ZERO,
-            arch: crate::arch::Arch::Arm64,
+            arch: vocab::arch::Arch::Arm64,
             syslog: false,
             events,
             phases: Default::default(),

@@ -13,12 +13,12 @@
 //! The boot's other rules (no splat, every guest check, each binding's end, the accounting,
 //! config space, the MMIO oracle) are `judge::judge_sweep`'s, as for any driver boot.
 
-use crate::guest::console::{strip_timestamp, timestamp};
-use crate::guest::device::{Access, Class, Kind, Region};
-use crate::judge::accounting::Probe;
-use crate::judge::driver::{self, Actor, Binding, ProbeEnd, STEPS};
-use crate::judge::sweep_table::{Errno, Outcome, Table};
-use crate::sweep::{At, Point, PROBE_ACCESSES};
+use crate::console::{strip_timestamp, timestamp};
+use crate::device_log::{Access, Class, Kind, Region};
+use crate::accounting::Probe;
+use crate::driver::{self, Actor, Binding, ProbeEnd, STEPS};
+use crate::sweep_table::{Errno, Outcome, Table};
+use vocab::sweep::{At, Point, PROBE_ACCESSES};
 use qemu_device::model::FaultKind;
 use serde::Serialize;
 
@@ -54,7 +54,7 @@ pub fn points(lines: &[String]) -> Result<Vec<Point>, String> {
         .split_whitespace()
         .find_map(|w| w.strip_prefix("pcirig.points="))
         .ok_or("no pcirig.points= on the kernel command line")?;
-    crate::sweep::parse_list(list)
+    vocab::sweep::parse_list(list)
 }
 
 /// Each point judged, in order; `Err` names the first point that failed, with its access
@@ -461,7 +461,6 @@ fn hue(h: usize) -> String {
 /// RESET), one row per fault kind, each swept cell coloured by its outcome (its title says
 /// the point, the outcome and the struck access); a legend below.
 pub fn chart(title: &str, results: &[PointResult]) -> String {
-    use crate::bench::svg::escape;
     use std::fmt::Write as _;
     const CELL: u64 = 10;
     const LEFT: u64 = 70;
@@ -481,7 +480,7 @@ pub fn chart(title: &str, results: &[PointResult]) -> String {
         // Hues a golden angle apart, green's (80 to 160 degrees) left to `bound`.
         Some(i) => hue((160 + (i * 137) % 280) % 360),
     };
-    let kinds = crate::sweep::KINDS;
+    let kinds = vocab::sweep::KINDS;
     let width = LEFT + columns * CELL + 20;
     let legend_top = TOP + kinds.len() as u64 * (CELL + 6) + 30;
     let height = legend_top + outcomes.len() as u64 * 16 + 10;
@@ -539,8 +538,8 @@ pub fn chart(title: &str, results: &[PointResult]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::guest::device::Claimed;
-    use crate::judge::driver::Step;
+    use crate::device_log::Claimed;
+    use crate::driver::Step;
     use regmap::reg::{self, MAGIC, RESET, SCRATCH};
 
     fn binding(steps: &[(&str, bool)], probed: bool, claims: usize) -> Binding {
@@ -579,7 +578,7 @@ mod tests {
         (1..=n)
             .map(|seq| Access {
                 fault: (seq == struck).then_some(fault),
-                ..crate::judge::test_access(seq, "bar0", SCRATCH, 4, 0, "read")
+                ..crate::test_access(seq, "bar0", SCRATCH, 4, 0, "read")
             })
             .collect()
     }
@@ -799,7 +798,7 @@ mod tests {
         let cells = svg.matches("<rect x=").count();
         assert_eq!(
             cells,
-            crate::sweep::KINDS.len() * (PROBE_ACCESSES as usize + 1) + 3,
+            vocab::sweep::KINDS.len() * (PROBE_ACCESSES as usize + 1) + 3,
             "every cell and 3 legend keys"
         );
         assert!(
@@ -1037,7 +1036,7 @@ mod tests {
         let access = |log: &mut Vec<Access>, kind: Kind, offset: u64, value: u64| {
             let rw = if kind == Kind::Read { "read" } else { "write" };
             let seq = log.len() as u64 + 1;
-            log.push(crate::judge::test_access(seq, "bar0", offset, 4, value, rw));
+            log.push(crate::test_access(seq, "bar0", offset, 4, value, rw));
         };
         let clean = bound_probe(PATTERNS);
         for (k, t) in [faulted, &clean].into_iter().enumerate() {
@@ -1089,7 +1088,7 @@ mod tests {
     fn judged(point: &str, faulted: &Transcript, struck: u64) -> Result<Vec<PointResult>, String> {
         let (lines, log) = boot(point, faulted, struck);
         let history = driver::history(&lines)?;
-        let n = crate::judge::accounting::account(&history, &[&log])?;
+        let n = crate::accounting::account(&history, &[&log])?;
         let points = self::points(&lines)?;
         judge("sweep", &points, &history, &n.probes, &[&log], &lines)
     }
@@ -1251,4 +1250,12 @@ mod tests {
             "{e}"
         );
     }
+}
+
+/// `s` as SVG text: the five characters XML reserves, escaped.
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }

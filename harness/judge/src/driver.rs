@@ -2,8 +2,8 @@
 //! line format of guest-kernel/driver/README.md, and the checks that hold
 //! it against the device's access log.
 
-use crate::guest::console::{strip_timestamp, timestamp};
-use crate::guest::device::{self, Claimed};
+use crate::console::{strip_timestamp, timestamp};
+use crate::device_log::{self as device, Claimed};
 
 /// The driver's lines, in console order.
 #[derive(Debug, Default)]
@@ -303,7 +303,7 @@ mod tests {
         assert_eq!(b.probe_claims.len(), 1);
         assert_eq!(
             (b.later_claims[0].kind, b.later_claims[0].offset),
-            (crate::guest::device::Kind::Write, 0x50)
+            (crate::device_log::Kind::Write, 0x50)
         );
         assert!(b.probed);
         assert_eq!(b.worker_reads, Some(2));

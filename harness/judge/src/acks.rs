@@ -7,10 +7,10 @@
 //! value: every INT_ACK a binding wrote clears exactly the INT_STATUS bits
 //! that binding read just before it, as the device logged both.
 
-use crate::guest::device::{Access, Class, Kind, Region};
-use crate::judge::accounting::ClaimSeqs;
-use crate::judge::accounting::{Ended, Probe};
-use crate::judge::driver::Actor;
+use crate::device_log::{Access, Class, Kind, Region};
+use crate::accounting::ClaimSeqs;
+use crate::accounting::{Ended, Probe};
+use crate::driver::Actor;
 use regmap::reg::{INT_ACK, INT_ENABLE, INT_STATUS, IRQ_COUNT, RESET};
 
 /// Whether `a` is a BAR0 access of `kind` to register `offset`.
@@ -126,7 +126,7 @@ pub fn interrupts_off_at_end(
             continue;
         };
         let log = servers.get(e.server).copied().unwrap_or_default();
-        if log.last().is_some_and(crate::judge::accounting::died_at) {
+        if log.last().is_some_and(crate::accounting::died_at) {
             continue;
         }
         // The last write that left sources enabled, if nothing turned them off after it.
@@ -186,7 +186,7 @@ mod tests {
     use super::*;
 
     fn access(seq: u64, kind: &str, offset: u64, value: u64) -> Access {
-        crate::judge::test_access(seq, "bar0", offset, 4, value, kind)
+        crate::test_access(seq, "bar0", offset, 4, value, kind)
     }
 
     /// A probe: RESET, then `acks` interrupts acknowledged, then IRQ_COUNT
@@ -249,7 +249,7 @@ mod tests {
         let (h, all) = driver_of(&l);
         assert!(acks_are_status_read(&h, &all, &[&l]).is_err());
         // User space's accesses are not the driver's: nothing checked.
-        let user = vec![Actor::User(crate::guest::device::Claimed {
+        let user = vec![Actor::User(crate::device_log::Claimed {
             kind: Kind::Write,
             region: "bar0".into(),
             offset: INT_ACK,

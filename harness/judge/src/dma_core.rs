@@ -13,9 +13,9 @@
 //! buffer mapped the wrong way round fails here even where no IOMMU and no bounce buffer makes
 //! the direction matter.
 
-use crate::guest::console::strip_timestamp;
-use crate::judge::dma_lines::{parse as parse_driver, Line, MapKind};
-use crate::judge::driver::{driver_text, is_event};
+use crate::console::strip_timestamp;
+use crate::dma_lines::{parse as parse_driver, Line, MapKind};
+use crate::driver::{driver_text, is_event};
 use std::collections::BTreeMap;
 
 /// What the harness adds to the command line of every boot this module judges.

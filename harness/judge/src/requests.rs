@@ -83,7 +83,7 @@ impl<'a> GuestRequest<'a> {
 pub fn in_console(lines: &[String]) -> impl Iterator<Item = Result<GuestRequest<'_>, String>> {
     lines
         .iter()
-        .filter_map(|l| GuestRequest::parse(crate::guest::console::strip_timestamp(l)))
+        .filter_map(|l| GuestRequest::parse(crate::console::strip_timestamp(l)))
 }
 
 #[cfg(test)]

@@ -10,8 +10,8 @@
 //! (reads change nothing; the device model starts from zeroes in the
 //! command register and the MSI control word).
 
-use crate::guest::device::{Access, Kind, Region};
-use crate::judge::accounting::Ended;
+use crate::device_log::{Access, Kind, Region};
+use crate::accounting::Ended;
 use qemu_device::model::config::{CMD_MASTER, MSI_CAP, MSI_ENABLE};
 
 /// The command register's offset.
@@ -56,7 +56,7 @@ pub fn quiesced(ended: &[Ended], servers: &[&[Access]]) -> Result<usize, String>
         let log = servers.get(e.server).copied().unwrap_or_default();
         // A server that died (a `die` fault) logged nothing after: what the
         // binding's end wrote never reached a device.
-        if log.last().is_some_and(crate::judge::accounting::died_at) {
+        if log.last().is_some_and(crate::accounting::died_at) {
             continue;
         }
         let mut shadow = Shadow([0; 256]);
@@ -100,7 +100,7 @@ pub fn quiesced(ended: &[Ended], servers: &[&[Access]]) -> Result<usize, String>
 mod tests {
     use super::*;
 
-    use crate::judge::test_access as access;
+    use crate::test_access as access;
 
     /// Probe: memory and bus mastering on, MSI on; a BAR read; then what
     /// the binding's end writes (`tail`), then a BAR read by the next one.

@@ -9,7 +9,7 @@
 //!   `from_device` or `crc32`; CRC the CRC-32 of the bytes it put there, `-` for `from_device`);
 //! - `# dma received IOVA LEN CRC`: what the driver found there after a `from_device` DMA.
 
-use crate::guest::device::DmaDirection;
+use crate::device_log::DmaDirection;
 
 /// One `# dma` line.
 #[derive(Clone, Debug, PartialEq, Eq)]

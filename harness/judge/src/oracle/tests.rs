@@ -1,5 +1,5 @@
 use super::*;
-use crate::judge::driver;
+use crate::driver;
 
 const BAR0: u64 = 0xfe61_0000;
 const BAR2: u64 = 0xfe60_0000;
@@ -212,41 +212,6 @@ fn parses_the_plugins_log_and_refuses_a_broken_one() {
     assert!(!Log::parse(&cut).unwrap().complete);
     let unarmed: String = text.lines().filter(|l| !l.contains("armed")).collect();
     assert!(!armed_in(&unarmed));
-}
-
-#[test]
-fn qemus_refusal_becomes_our_error() {
-    let e = refused(
-        "mmio-oracle: no out=PATH given\nqemu-system-x86_64: Could not load plugin /t/libmmio_oracle.so: qemu_plugin_install returned error code 1\n",
-    )
-    .unwrap();
-    assert!(
-        e.starts_with("QEMU refused the MMIO oracle plugin: mmio-oracle: no out=PATH given; "),
-        "{e}"
-    );
-    assert!(refused("qemu-system-x86_64: terminating on signal 15\n").is_none());
-    // Every boot loads vcpu-yield too: its refusal is not the oracle's.
-    assert!(refused(
-        "vcpu-yield: takes no arguments\nqemu-system-x86_64: Could not load plugin /t/libvcpu_yield.so: qemu_plugin_install returned error code 1\n"
-    )
-    .is_none());
-}
-
-#[test]
-fn watches_each_machines_pci_windows() {
-    let a = plugin_arg(
-        Path::new("/p/lib.so"),
-        windows(Arch::Riscv64),
-        Path::new("/b/oracle.jsonl"),
-        Path::new("/b/oracle.arm"),
-    );
-    assert_eq!(
-        a,
-        "/p/lib.so,watch=0x40000000+0x40000000,watch=0x400000000+0x400000000,out=/b/oracle.jsonl,arm=/b/oracle.arm"
-    );
-    for arch in Arch::ALL {
-        assert!(!windows(arch).is_empty());
-    }
 }
 
 /// Judging `log` with the unbind console and device log fails saying `says`.

@@ -5,8 +5,8 @@
 //! came off the console) and, where the line carries one, by the guest's
 //! printk stamp; and the durations between them.
 
-use crate::guest::console;
-use crate::guest::{GuestRequest, HostAction, DONE};
+use crate::console;
+use crate::requests::{GuestRequest, HostAction, DONE};
 use serde::{Deserialize, Serialize};
 
 /// The line `images/init` prints once the host answered its arming request.

@@ -8,61 +8,18 @@
 //! unplug). Unlike the device's log it still sees an access once the device
 //! is gone.
 
-use crate::arch::Arch;
-use crate::guest::console;
-use crate::guest::device::{Access, Class, Kind, Region};
-use crate::guest::{GuestRequest, HostAction};
-use crate::judge::accounting::{self, Accounted};
-use crate::judge::driver::Actor;
-use anyhow::{bail, Context, Result};
+use crate::console;
+use crate::device_log::{Access, Class, Kind, Region};
+use crate::requests::{GuestRequest, HostAction};
+use crate::accounting::{self, Accounted};
+use crate::driver::Actor;
 use serde::Deserialize;
-use std::path::Path;
-use std::time::{Duration, Instant};
 
 /// The log's name in a boot's folder.
 pub const LOG: &str = "oracle.jsonl";
 
-/// The file whose creation arms the plugin (`arm=`), in a boot's folder.
-pub const ARM: &str = "oracle.arm";
-
-/// The guest's request to arm the oracle (`pcirig: host arm-oracle`,
-/// printed by images/init before the scenario runs) and the line the host
-/// answers on the console once the plugin's log says it is armed; the
-/// kernel command line's `pcirig.oracle=late` tells the guest to ask.
-pub const ARM_ACTION: &str = "arm-oracle";
-pub const ARMED_ACK: &str = "pcirig-oracle-armed";
-pub const CMDLINE: &str = "pcirig.oracle=late";
-
 /// Where our device sits on every machine (behind root port `rp0`).
 const DEVICE: &str = "pci 0000:01:00.0: BAR ";
-
-/// The PCI memory windows of each machine profile (`arch::machine_args`),
-/// as the guest kernel reports its root bus resources: every BAR lands in
-/// one of them.
-pub fn windows(arch: Arch) -> &'static [(u64, u64)] {
-    match arch {
-        // q35 with 512 MiB: below the ECAM, from the ECAM's end to the
-        // IOAPIC, and the 64-bit window.
-        Arch::X86_64 => &[
-            (0x2000_0000, 0x9000_0000),
-            (0xc000_0000, 0x3ec0_0000),
-            (0x1_0000_0000, 0x8_0000_0000),
-        ],
-        Arch::Arm64 => &[(0x1000_0000, 0x2eff_0000), (0x80_0000_0000, 0x80_0000_0000)],
-        Arch::Riscv64 => &[(0x4000_0000, 0x4000_0000), (0x4_0000_0000, 0x4_0000_0000)],
-    }
-}
-
-/// QEMU's `-plugin` argument: watch `windows` (start, length), log to
-/// `out`, armed once the file `arm` exists.
-pub fn plugin_arg(so: &Path, windows: &[(u64, u64)], out: &Path, arm: &Path) -> String {
-    let mut a = so.display().to_string();
-    for (start, len) in windows {
-        a.push_str(&format!(",watch={start:#x}+{len:#x}"));
-    }
-    a.push_str(&format!(",out={},arm={}", out.display(), arm.display()));
-    a
-}
 
 /// What the host knew when it let the guest go on after arming the
 /// oracle (it answers the guest only once the plugin's log has its
@@ -80,49 +37,6 @@ pub struct HostArmed {
 /// Whether the plugin's log (as written so far) says it is armed.
 pub fn armed_in(text: &str) -> bool {
     text.lines().any(|l| l.starts_with("{\"armed\":"))
-}
-
-/// Arms the plugin of a running boot: creates its arm file, then waits
-/// for its `armed` record, calling `nudge` every 50 ms meanwhile (a vCPU
-/// asks QEMU for the reset when it goes idle or wakes up, so the host wakes
-/// one: a byte on the console raises an interrupt). Fails after `timeout`.
-pub fn arm(dir: &Path, timeout: Duration, mut nudge: impl FnMut() -> Result<()>) -> Result<()> {
-    let log = dir.join(LOG);
-    std::fs::write(dir.join(ARM), "armed by the harness\n")
-        .with_context(|| format!("creating {}", dir.join(ARM).display()))?;
-    let start = Instant::now();
-    let mut nudged = start;
-    loop {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if armed_in(&text) {
-            return Ok(());
-        }
-        if start.elapsed() > timeout {
-            bail!(
-                "the MMIO oracle did not say it was armed (no `armed` record in {}) within {timeout:?} of the request",
-                log.display()
-            );
-        }
-        if nudged.elapsed() >= Duration::from_millis(50) {
-            nudge()?;
-            nudged = Instant::now();
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// What QEMU says when it does not take the plugin (its `Could not load
-/// plugin` line about ours, and ours), as our error; `None` when it said
-/// neither (another plugin's refusal is QEMU's own error).
-pub fn refused(qemu_stderr: &str) -> Option<String> {
-    let why: Vec<&str> = qemu_stderr
-        .lines()
-        .filter(|l| {
-            l.contains("mmio-oracle:")
-                || (l.contains("Could not load plugin") && l.contains("libmmio_oracle.so"))
-        })
-        .collect();
-    (!why.is_empty()).then(|| format!("QEMU refused the MMIO oracle plugin: {}", why.join("; ")))
 }
 
 /// One access the plugin saw.
@@ -197,11 +111,6 @@ impl Log {
         Ok(log)
     }
 
-    pub fn read(path: &Path) -> Result<Log, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("no oracle log {}: {e}", path.display()))?;
-        Log::parse(&text)
-    }
 }
 
 /// One of our device's BARs as the kernel placed it.
@@ -277,7 +186,7 @@ pub fn to_device(seen: &[Seen], bars: &[Bar]) -> Vec<Access> {
 /// The same access, seen by the device and by the plugin.
 fn same(d: &Access, o: &Access) -> bool {
     // A read the device died at was never answered: the vCPU got all-ones from QEMU.
-    let value = match (crate::judge::accounting::died_at(d), d.kind) {
+    let value = match (crate::accounting::died_at(d), d.kind) {
         (true, Kind::Read) => o.value.map(|v| v | 0xffff_ffff) == o.value,
         _ => d.value == o.value,
     };

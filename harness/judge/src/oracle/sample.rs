@@ -7,7 +7,7 @@
 //! ended (the guest stays up after the last one).
 
 use super::{Log, Seen};
-use crate::guest::device::Kind;
+use crate::device_log::Kind;
 
 /// pci-testdev's BAR0 registers the sample uses.
 const TEST: u64 = 0x0;

@@ -19,8 +19,8 @@
 //! all-ones), and the MMIO oracle, which sees every guest access, is their
 //! witness.
 
-use crate::guest::device::{Access, Claimed, Kind, Region};
-use crate::judge::driver::{Actor, Binding};
+use crate::device_log::{Access, Claimed, Kind, Region};
+use crate::driver::{Actor, Binding};
 use qemu_device::model::FaultKind;
 
 /// The register the worker reads.
@@ -387,11 +387,11 @@ pub fn account(history: &[Actor], servers: &[&[Access]]) -> Result<Accounted, St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::judge::driver::history;
+    use crate::driver::history;
     use qemu_device::model::FaultKind;
 
     fn access(seq: u64, region: &str, offset: u64, value: u64, kind: &str) -> Access {
-        crate::judge::test_access(seq, region, offset, 4, value, kind)
+        crate::test_access(seq, region, offset, 4, value, kind)
     }
 
     /// A log from (region, offset, value, kind), numbered in order.

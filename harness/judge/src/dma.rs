@@ -9,12 +9,12 @@
 //! bus mastering was on by the device's own config-space log; no DMA outside a binding, and no
 //! DMA nobody's report started.
 
-use crate::guest::device::{
+use crate::device_log::{
     Access, Claimed, DmaDirection, DmaEvent, DmaOutcome, Kind, Region, Stopped,
 };
-use crate::judge::accounting::{Accounted, ClaimSeqs};
-pub use crate::judge::dma_lines::{parse, Line, MapKind, Op};
-use crate::judge::driver::Actor;
+use crate::accounting::{Accounted, ClaimSeqs};
+pub use crate::dma_lines::{parse, Line, MapKind, Op};
+use crate::driver::Actor;
 use std::collections::BTreeMap;
 
 /// What the oracle counted.
@@ -72,7 +72,7 @@ pub fn behind_iommu(lines: &[String]) -> bool {
     let texts = || {
         lines
             .iter()
-            .map(|l| crate::guest::console::strip_timestamp(l))
+            .map(|l| crate::console::strip_timestamp(l))
     };
     let ours: Vec<&str> = texts()
         .filter_map(|l| l.strip_prefix("pci_rig ")?.split_once(": ").map(|(d, _)| d))

@@ -2,9 +2,9 @@
 //! kernel-crate module for the doc examples (`rust_doctest_kernel_<module>_rs_<n>`);
 //! and the rules a KUnit boot is judged by (`judge`).
 
-use crate::arch::Arch;
-use crate::guest::console::{origin, strip_timestamp, timestamp, Origin};
-use crate::judge::ktap::{self, Line, TestResult};
+use vocab::arch::Arch;
+use crate::console::{origin, strip_timestamp, timestamp, Origin};
+use crate::ktap::{self, Line, TestResult};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Default)]

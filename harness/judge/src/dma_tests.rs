@@ -1,5 +1,5 @@
 use super::*;
-use crate::judge::{accounting, driver, test_access};
+use crate::{accounting, driver, test_access};
 use std::os::unix::process::ExitStatusExt;
 
 const DEV: &str = "pci_rig 0000:01:00.0: ";

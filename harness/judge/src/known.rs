@@ -4,8 +4,8 @@
 //! within the report's excerpt), and named in the verdict; any other
 //! report still fails the boot.
 
-use crate::guest::console::Splat;
-use crate::scenario::{Machine, Scenario, Slot};
+use crate::console::Splat;
+use vocab::scenario::{Machine, Scenario, Slot};
 
 pub struct KnownFinding {
     pub name: &'static str,
@@ -57,8 +57,8 @@ pub fn known(s: &Scenario, kind: Splat, excerpt: &str) -> Option<&'static KnownF
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::guest::console::{classify, excerpt};
-    use crate::scenario::{HOTUNPLUG, HOTUNPLUG_ACPI};
+    use crate::console::{classify, excerpt};
+    use vocab::scenario::{HOTUNPLUG, HOTUNPLUG_ACPI};
 
     /// The start of the report as x86_64's irq-unbind printed it.
     pub(crate) const PCIEHP_REPORT: &[&str] = &[
