@@ -6,7 +6,7 @@ use clap::{Parser, Subcommand};
 use rig::arch::Arch;
 use rig::kernel::{Flavor, Line};
 use rig::scenario;
-use rig::{bench, run, Paths};
+use rig::{run, Paths};
 use std::path::PathBuf;
 use std::process::ExitCode;
 

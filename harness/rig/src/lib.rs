@@ -2,7 +2,6 @@
 //! initramfs, boots guests under QEMU and judges what they print.
 //! `xtask` is only its command line; everything it does lives here.
 
-pub mod bench;
 pub mod guest;
 pub mod host;
 pub mod kernel;

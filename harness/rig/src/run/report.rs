@@ -1,7 +1,7 @@
 //! Verdicts and the files a run leaves behind: `report.json`, `junit.xml`
 //! and the closing table; the boots' phases summed up per arch.
 
-use crate::bench::figures::median;
+use crate::judge::figures::median;
 use crate::judge::phases::Phases;
 use crate::judge::Findings;
 pub use crate::verdict::{Timings, Verdict};

@@ -20,15 +20,15 @@
 //! chart.
 
 pub mod baseline;
-pub use judge::figures;
+pub use rig::judge::figures;
 pub mod svg;
 
-use crate::arch::Arch;
-use crate::kernel::Flavor;
-use crate::run::report::Verdict;
-use crate::run::{self, TestOptions};
-use crate::scenario;
-use crate::Paths;
+use rig::arch::Arch;
+use rig::kernel::Flavor;
+use rig::run::report::Verdict;
+use rig::run::{self, TestOptions};
+use rig::scenario;
+use rig::Paths;
 use anyhow::{bail, Context, Result};
 use figures::{median, GuestFigures, Mmio, KS};
 use serde::Serialize;
@@ -252,8 +252,8 @@ pub struct SweepPace {
 /// lost-interrupt waits and remove()'s RESET are in the mix. Few enough that the kernel prints
 /// the command line carrying them whole (a printk record holds about 1000 characters, and the
 /// judge reads the points back from it): every fifth, 104 points, did not fit.
-pub fn sweep_pace_points() -> Vec<crate::sweep::Point> {
-    crate::sweep::every()
+pub fn sweep_pace_points() -> Vec<rig::sweep::Point> {
+    rig::sweep::every()
         .into_iter()
         .step_by(8)
         .filter(|p| p.kind != qemu_device::model::FaultKind::Die)
@@ -574,7 +574,7 @@ fn oracle_cost(
                     unit_tests: false,
                     repeat: 1,
                     jobs: 1,
-                    sweep: crate::sweep::Plan::All,
+                    sweep: rig::sweep::Plan::All,
                     modules: None,
                     device: None,
                     dma_path: Default::default(),
@@ -689,7 +689,7 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
             repeat: opts.guest_runs,
             // One arch at a time: figures from a machine running nothing else.
             jobs: 1,
-            sweep: crate::sweep::Plan::All,
+            sweep: rig::sweep::Plan::All,
             modules: None,
             device: None,
             dma_path: Default::default(),
@@ -754,7 +754,7 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
             unit_tests: false,
             repeat: opts.guest_runs,
             jobs: 1,
-            sweep: crate::sweep::Plan::All,
+            sweep: rig::sweep::Plan::All,
             modules: None,
             device: None,
             dma_path: Default::default(),
@@ -798,7 +798,7 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
             unit_tests: false,
             repeat: 1,
             jobs: 1,
-            sweep: crate::sweep::Plan::Points(points.clone()),
+            sweep: rig::sweep::Plan::Points(points.clone()),
             modules: None,
             device: None,
             dma_path: Default::default(),
@@ -1292,7 +1292,7 @@ mod tests {
             findings: Default::default(),
         };
         assert!(sweep_pace("arm64", 33, &o).is_none(), "no phases, no pace");
-        o.findings.phases = Some(crate::judge::phases::Phases {
+        o.findings.phases = Some(rig::judge::phases::Phases {
             scenario_ms: Some(44_000.0),
             ..Default::default()
         });
@@ -1303,7 +1303,7 @@ mod tests {
         );
         let points = sweep_pace_points();
         assert_eq!(points.len(), 65);
-        assert!(crate::sweep::cmdline(&points).len() <= crate::sweep::CMDLINE_MAX);
+        assert!(rig::sweep::cmdline(&points).len() <= rig::sweep::CMDLINE_MAX);
         assert!(points
             .iter()
             .all(|p| p.kind != qemu_device::model::FaultKind::Die));

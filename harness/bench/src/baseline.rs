@@ -15,11 +15,11 @@
 //! fresh clone, an empty cache). It fails only when a measurement could not be taken; a missed
 //! goal or a failed verdict is reported, never an error.
 
-use super::figures::median;
-use super::svg::{Bar, Panel};
-use super::{Restore, EDITED};
-use crate::arch::Arch;
-use crate::Paths;
+use rig::judge::figures::median;
+use crate::svg::{Bar, Panel};
+use crate::{Restore, EDITED};
+use rig::arch::Arch;
+use rig::Paths;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -796,7 +796,7 @@ fn baseline_scenarios(run: &Run) -> Vec<String> {
     };
     let (known, unknown): (Vec<String>, Vec<String>) = scenario_names(&report)
         .into_iter()
-        .partition(|n| crate::scenario::find(n).is_ok());
+        .partition(|n| rig::scenario::find(n).is_ok());
     if !unknown.is_empty() {
         eprintln!(
             "bench: head has none of the baseline's scenarios {}: its matrix of the \
@@ -1573,7 +1573,7 @@ kernel riscv64: up to date in soon s, 1 objects (/c/linux/x/build/riscv64-base)
         assert_eq!((base.value, base.series), (100.0, 0));
         assert_eq!(p[1].bars.len(), c.goals.len());
         assert!(p[1].bars.iter().any(|b| b.text.ends_with("not met")));
-        let svg = super::super::svg::render("t", "s", &p);
+        let svg = crate::svg::render("t", "s", &p);
         assert!(svg.contains("×0.60") && !svg.contains("NaN"));
     }
 }
