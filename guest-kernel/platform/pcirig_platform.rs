@@ -3,7 +3,7 @@
 //! A tiny platform driver for pci-rig's `platform` scenario, safe code only.
 //!
 //! It binds the device-tree node the harness adds (compatible `pci-rig,platform-demo`, placed on
-//! one of QEMU virt's unused virtio-mmio transports, see `harness/src/dt.rs`), maps the node's
+//! one of QEMU virt's unused virtio-mmio transports, see `harness/rig/src/guest/dt.rs`), maps the node's
 //! memory resource through `platform::Device<Bound>` and checks that the transport answers with
 //! the magic value its id-table entry expects. Its lines (`event …`) are what the harness judges.
 

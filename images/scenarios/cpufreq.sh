@@ -1,6 +1,6 @@
 # cpufreq: rcpufreq_dt (guest-kernel/platform, a Rust cpufreq-dt) binds the
 # "pci-rig,cpufreq-dt" node the host added, with a settable CPU clock and an
-# OPP table (harness/src/dt.rs). The policy must list the table; each
+# OPP table (harness/rig/src/guest/dt.rs). The policy must list the table; each
 # frequency, set through the userspace governor, must show in
 # scaling_cur_freq (the core's record), cpuinfo_cur_freq (read from the
 # policy's clock) and as the clock's rate (debugfs); rmmod must unregister
@@ -9,7 +9,7 @@
 # host also judges the driver's and the clock's own lines.
 pol=/sys/devices/system/cpu/cpufreq/policy0
 clk=/sys/kernel/debug/clk/pcirig-cpu/clk_rate
-# The frequencies harness/src/dt.rs puts in the OPP table, in kHz.
+# The frequencies harness/rig/src/guest/dt.rs puts in the OPP table, in kHz.
 opps="250000 500000 750000 1000000"
 same() { [ "$1" = "$2" ] || { echo "got '$1', want '$2'"; return 1; }; }
 # The clock framework's own counts of the CPU clock before the driver: a

@@ -1,6 +1,6 @@
 # platform: pcirig_platform (guest-kernel/platform) binds the device-tree
 # node the host made compatible with "pci-rig,platform-demo" (QEMU's own
-# tree, edited: harness/src/dt.rs), maps its MMIO window and reads it;
+# tree, edited: harness/rig/src/guest/dt.rs), maps its MMIO window and reads it;
 # unbind and bind again through sysfs, then rmmod. The host judges the
 # driver's `event` lines; here the guest checks what sysfs and /proc/iomem
 # say of the binding.

@@ -251,7 +251,7 @@ pub fn judge(
         let ran = counts.get(module).map_or(0, |c| c.1);
         if ran != n {
             problems.push(format!(
-                "module {module}: {ran} doctests ran, {n} expected (harness/src/judge/kunit.rs DOCTESTS)"
+                "module {module}: {ran} doctests ran, {n} expected (harness/judge/src/kunit.rs DOCTESTS)"
             ));
         }
     }

@@ -68,7 +68,7 @@ pub fn nodes(dts: &str) -> Nodes {
 
 /// The source appended to QEMU's device tree for `edit`.
 pub fn fragment(edit: Edit, nodes: &Nodes) -> Result<String> {
-    let mut s = String::from("\n// Added by pci-rig (harness/src/dt.rs).\n");
+    let mut s = String::from("\n// Added by pci-rig (harness/rig/src/guest/dt.rs).\n");
     match edit {
         Edit::Platform => {
             // Any transport will do: these boots attach no virtio device.

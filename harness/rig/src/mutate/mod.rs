@@ -604,7 +604,7 @@ mod tests {
         assert!(module_dir("guest-kernel/driver/pci_rig.rs").is_ok());
         let e = module_dir("guest-kernel/rust/kernel/io.rs").unwrap_err();
         assert!(format!("{e:#}").contains("not in a module folder"), "{e:#}");
-        assert!(module_dir("harness/src/lib.rs").is_err());
+        assert!(module_dir("harness/rig/src/lib.rs").is_err());
     }
 
     #[test]
