@@ -195,6 +195,12 @@ enum Cmd {
         #[arg(long)]
         check: bool,
     },
+    /// Judge a boot again from the evidence it left in its folder (console.log, evidence.json,
+    /// the device's and the oracle's logs), e.g. after changing a rule: exit 0 on a pass.
+    Judge {
+        /// A boot's folder, e.g. target/pci-rig/latest/x86_64-probe.
+        dir: PathBuf,
+    },
 }
 
 /// `--arch`: one architecture or `all`.
@@ -480,6 +486,11 @@ fn run_cli(cli: Cli) -> Result<bool> {
             });
             let opts = rig::mutate::MutateOptions { sample, ..opts };
             return rig::mutate::mutate(&paths, &opts);
+        }
+        Cmd::Judge { dir } => {
+            let j = run::rejudge(&dir)?;
+            println!("{:?}: {}", j.verdict, j.reason);
+            return Ok(j.verdict != rig::verdict::Verdict::Fail);
         }
         Cmd::Regs { check } => {
             let gen = if check {

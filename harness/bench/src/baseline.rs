@@ -15,12 +15,12 @@
 //! fresh clone, an empty cache). It fails only when a measurement could not be taken; a missed
 //! goal or a failed verdict is reported, never an error.
 
-use rig::judge::figures::median;
 use crate::svg::{Bar, Panel};
 use crate::{Restore, EDITED};
-use rig::arch::Arch;
-use rig::Paths;
 use anyhow::{bail, Context, Result};
+use rig::arch::Arch;
+use rig::judge::figures::median;
+use rig::Paths;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

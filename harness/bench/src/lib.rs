@@ -23,14 +23,14 @@ pub mod baseline;
 pub use rig::judge::figures;
 pub mod svg;
 
+use anyhow::{bail, Context, Result};
+use figures::{median, GuestFigures, Mmio, KS};
 use rig::arch::Arch;
 use rig::kernel::Flavor;
 use rig::run::report::Verdict;
 use rig::run::{self, TestOptions};
 use rig::scenario;
 use rig::Paths;
-use anyhow::{bail, Context, Result};
-use figures::{median, GuestFigures, Mmio, KS};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

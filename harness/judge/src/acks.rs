@@ -7,9 +7,9 @@
 //! value: every INT_ACK a binding wrote clears exactly the INT_STATUS bits
 //! that binding read just before it, as the device logged both.
 
-use crate::device_log::{Access, Class, Kind, Region};
 use crate::accounting::ClaimSeqs;
 use crate::accounting::{Ended, Probe};
+use crate::device_log::{Access, Class, Kind, Region};
 use crate::driver::Actor;
 use regmap::reg::{INT_ACK, INT_ENABLE, INT_STATUS, IRQ_COUNT, RESET};
 

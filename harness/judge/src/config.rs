@@ -10,8 +10,8 @@
 //! (reads change nothing; the device model starts from zeroes in the
 //! command register and the MSI control word).
 
-use crate::device_log::{Access, Kind, Region};
 use crate::accounting::Ended;
+use crate::device_log::{Access, Kind, Region};
 use qemu_device::model::config::{CMD_MASTER, MSI_CAP, MSI_ENABLE};
 
 /// The command register's offset.

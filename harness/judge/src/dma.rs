@@ -9,10 +9,10 @@
 //! bus mastering was on by the device's own config-space log; no DMA outside a binding, and no
 //! DMA nobody's report started.
 
+use crate::accounting::{Accounted, ClaimSeqs};
 use crate::device_log::{
     Access, Claimed, DmaDirection, DmaEvent, DmaOutcome, Kind, Region, Stopped,
 };
-use crate::accounting::{Accounted, ClaimSeqs};
 pub use crate::dma_lines::{parse, Line, MapKind, Op};
 use crate::driver::Actor;
 use std::collections::BTreeMap;
@@ -69,11 +69,7 @@ struct Live {
 /// our driver printed for into an IOMMU group (`pci 0000:01:00.0: Adding to iommu group 3`;
 /// on arm64 the group is made at probe, under the driver's name). Whichever vIOMMU it was.
 pub fn behind_iommu(lines: &[String]) -> bool {
-    let texts = || {
-        lines
-            .iter()
-            .map(|l| crate::console::strip_timestamp(l))
-    };
+    let texts = || lines.iter().map(|l| crate::console::strip_timestamp(l));
     let ours: Vec<&str> = texts()
         .filter_map(|l| l.strip_prefix("pci_rig ")?.split_once(": ").map(|(d, _)| d))
         .collect();

@@ -2,10 +2,10 @@
 //! kernel-crate module for the doc examples (`rust_doctest_kernel_<module>_rs_<n>`);
 //! and the rules a KUnit boot is judged by (`judge`).
 
-use vocab::arch::Arch;
 use crate::console::{origin, strip_timestamp, timestamp, Origin};
 use crate::ktap::{self, Line, TestResult};
 use std::collections::BTreeMap;
+use vocab::arch::Arch;
 
 #[derive(Debug, Default)]
 pub struct Suite {

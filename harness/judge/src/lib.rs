@@ -24,19 +24,19 @@ pub mod rules;
 pub mod sweep;
 pub mod sweep_table;
 
-use crate::figures::GuestFigures;
-use console::Origin;
 use crate::device_log::{self as device, Access, Stopped};
-pub use evidence::Console;
-use requests::{GuestRequest, HostAction, DONE, SETTLED};
-use vocab::scenario::{Check, DriverExpect, IrqMode, Scenario, WorkerStop, STORM_IRQS};
-pub use vocab::verdict::Cause;
-use vocab::verdict::{Timings, Verdict};
+use crate::figures::GuestFigures;
 use accounting::Accounted;
+use console::Origin;
+pub use evidence::{seal, unseal, Console, Sealed, ServerLogs};
 use ktap::Line;
+use requests::{GuestRequest, HostAction, DONE, SETTLED};
 use rules::rule_on;
 pub use rules::{weaken, Rule};
 use serde::Serialize;
+use vocab::scenario::{Check, DriverExpect, IrqMode, Scenario, WorkerStop, STORM_IRQS};
+pub use vocab::verdict::Cause;
+use vocab::verdict::{Timings, Verdict};
 
 /// Software interrupts each probe's self-test raises (`step irq`).
 const SELFTEST_SOFT_IRQS: usize = 10;
@@ -1017,9 +1017,9 @@ mod tests {
         judge_driver(&want, c, device).map(|(summary, _)| summary)
     }
     use crate::console::Splat;
-    use vocab::scenario::*;
     use std::os::unix::process::ExitStatusExt;
     use std::time::Duration;
+    use vocab::scenario::*;
 
     fn console(lines: &[&str], timed_out: bool) -> Console {
         Console {

@@ -8,12 +8,12 @@
 //! unplug). Unlike the device's log it still sees an access once the device
 //! is gone.
 
+use crate::accounting::{self, Accounted};
 use crate::console;
 use crate::device_log::{Access, Class, Kind, Region};
-use crate::requests::{GuestRequest, HostAction};
-use crate::accounting::{self, Accounted};
 use crate::driver::Actor;
-use serde::Deserialize;
+use crate::requests::{GuestRequest, HostAction};
+use serde::{Deserialize, Serialize};
 
 /// The log's name in a boot's folder.
 pub const LOG: &str = "oracle.jsonl";
@@ -24,7 +24,7 @@ const DEVICE: &str = "pci 0000:01:00.0: BAR ";
 /// What the host knew when it let the guest go on after arming the
 /// oracle (it answers the guest only once the plugin's log has its
 /// `armed` record).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostArmed {
     /// The console line (index into the boot's lines) of the guest's
     /// request: the host acted on every later line after arming.
@@ -110,7 +110,6 @@ impl Log {
         }
         Ok(log)
     }
-
 }
 
 /// One of our device's BARs as the kernel placed it.

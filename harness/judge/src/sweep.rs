@@ -13,14 +13,14 @@
 //! The boot's other rules (no splat, every guest check, each binding's end, the accounting,
 //! config space, the MMIO oracle) are `judge::judge_sweep`'s, as for any driver boot.
 
+use crate::accounting::Probe;
 use crate::console::{strip_timestamp, timestamp};
 use crate::device_log::{Access, Class, Kind, Region};
-use crate::accounting::Probe;
 use crate::driver::{self, Actor, Binding, ProbeEnd, STEPS};
 use crate::sweep_table::{Errno, Outcome, Table};
-use vocab::sweep::{At, Point, PROBE_ACCESSES};
 use qemu_device::model::FaultKind;
 use serde::Serialize;
+use vocab::sweep::{At, Point, PROBE_ACCESSES};
 
 /// The longest a faulted probe may take: one lost interrupt's wait (the driver's
 /// `IRQ_WAIT_MS`, 1 s) plus a clean probe's time on a loaded TCG host.
@@ -533,6 +533,14 @@ pub fn chart(title: &str, results: &[PointResult]) -> String {
     }
     svg.push_str("</svg>\n");
     svg
+}
+
+/// `s` as SVG text: the five characters XML reserves, escaped.
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 #[cfg(test)]
@@ -1250,12 +1258,4 @@ mod tests {
             "{e}"
         );
     }
-}
-
-/// `s` as SVG text: the five characters XML reserves, escaped.
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }

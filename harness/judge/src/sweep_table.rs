@@ -8,10 +8,10 @@
 //! shows the access the table expects at that place.
 
 use crate::device_log::Kind;
-use vocab::sweep::{At, Point};
 use qemu_device::model::FaultKind;
 use regmap::reg;
 use std::fmt;
+use vocab::sweep::{At, Point};
 
 /// The error a refused probe returns, as the kernel reports it (`probe with driver pci_rig
 /// failed with error -N`; nothing for ENODEV).

@@ -4,9 +4,9 @@
 //! against it.
 
 use crate::arch::Arch;
-use crate::verdict::Splat;
 use crate::line::Line;
 use crate::verdict::Cause;
+use crate::verdict::Splat;
 use std::time::Duration;
 
 /// One scenario's guest script, `images/scenarios/NAME.sh`, built in.
@@ -976,12 +976,17 @@ pub fn scripts() -> Vec<(&'static str, &'static str)> {
 }
 
 #[cfg(test)]
+// Tests may read the checkout's files; the crate itself may not.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
     use std::path::Path;
 
     fn repo() -> &'static Path {
-        Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap()
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .ancestors()
+            .nth(2)
+            .unwrap()
     }
 
     #[test]

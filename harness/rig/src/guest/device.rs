@@ -46,6 +46,8 @@ pub struct DeviceServer {
     pub control: PathBuf,
     log: PathBuf,
     dma_log: PathBuf,
+    /// The folder of its logs.
+    pub dir: PathBuf,
     /// QEMU waits for the server's answer to each BAR write too (`x-no-posted-writes`): a
     /// server that dies at a posted write makes QEMU 11.1 abort (docs/sweep.md, "The removal-point
     /// sweep"), one that dies at a waited-for write times out as at a read.
@@ -84,6 +86,7 @@ impl DeviceServer {
             control,
             log,
             dma_log,
+            dir: dir.to_path_buf(),
             unposted_writes: false,
             dma_delay_us,
         };

@@ -5,9 +5,9 @@ pub mod cpio;
 pub mod device;
 pub mod dt;
 pub mod image;
+pub mod oracle;
 pub mod qemu;
 pub mod qmp;
-pub mod oracle;
 
 // The guest's languages, which the judge parses.
 pub use judge::requests::{GuestRequest, HostAction, DONE, SETTLED};

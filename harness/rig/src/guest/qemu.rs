@@ -8,8 +8,8 @@ use crate::guest::console::Untangle;
 use crate::guest::qmp::Qmp;
 use crate::host::provision::Qemu;
 use crate::judge::phases::Recorder;
-pub use judge::Console;
 use anyhow::{bail, Context, Result};
+pub use judge::Console;
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
@@ -135,7 +135,8 @@ impl Guest<'_> {
             .arg(format!(
                 "console={} panic=-1 console_msg_format=syslog {} {}",
                 self.arch.console(),
-                self.arch.kernel_args(self.hz, crate::host::tsc::host_tsc_khz()),
+                self.arch
+                    .kernel_args(self.hz, crate::host::tsc::host_tsc_khz()),
                 self.cmdline
             ));
         if let Some(q) = qmp {

@@ -17,13 +17,13 @@ use crate::arch::Arch;
 use crate::host::process::run;
 use crate::host::provision::Toolchain;
 use crate::Paths;
-pub use vocab::line::{Line, MAINLINE_PACKAGE};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+pub use vocab::line::{Line, MAINLINE_PACKAGE};
 
 /// The source tarball and the package version that keys it. The LTS source is a host
 /// package (provisioned with the rest); mainline's is fetched into the cache once, from
@@ -33,19 +33,14 @@ fn source(line: Line, paths: &Paths) -> Result<(PathBuf, String)> {
     let key = |v: &str| v.trim().replace(['~', ':', '+'], "_");
     match line {
         Line::Lts => {
-            let v = run(Command::new("dpkg-query").args([
-                "-W",
-                "-f=${Version}",
-                line.package(),
-            ]))
-            .with_context(|| format!("asking dpkg for the {} version", line.package()))?;
+            let v = run(Command::new("dpkg-query").args(["-W", "-f=${Version}", line.package()]))
+                .with_context(|| format!("asking dpkg for the {} version", line.package()))?;
             Ok((tarball(Path::new("/")), key(&v)))
         }
         Line::Mainline => {
             let dir = paths.cache.join("apt/linux-mainline");
             let (root, version) = (dir.join("root"), dir.join("version"));
-            if let (true, Ok(v)) = (tarball(&root).exists(), std::fs::read_to_string(&version))
-            {
+            if let (true, Ok(v)) = (tarball(&root).exists(), std::fs::read_to_string(&version)) {
                 return Ok((tarball(&root), key(&v)));
             }
             eprintln!(

@@ -583,7 +583,10 @@ mod tests {
 
     #[test]
     fn the_catalog_parses_and_every_mutant_applies_once() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .ancestors()
+            .nth(2)
+            .unwrap();
         let all = catalog(root).unwrap();
         assert!(all.len() >= 10, "{} mutants", all.len());
         let scratch = std::env::temp_dir().join(format!("pci-rig-mutate-{}", std::process::id()));
@@ -696,7 +699,10 @@ mod tests {
 
     #[test]
     fn a_seeded_sample_is_the_same_for_the_same_seed() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .ancestors()
+            .nth(2)
+            .unwrap();
         let opts = |seed| MutateOptions {
             arch: Arch::X86_64,
             only: vec![],

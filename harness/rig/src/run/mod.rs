@@ -555,6 +555,16 @@ impl Rig<'_> {
             }
             Ok(())
         });
+        let server_dirs: Vec<String> = servers
+            .iter()
+            .map(|s| {
+                let rel = s.dir.strip_prefix(&dir).unwrap_or(&s.dir);
+                match rel.to_str() {
+                    Some("") => ".".to_string(),
+                    _ => rel.display().to_string(),
+                }
+            })
+            .collect();
         let stopped = servers
             .into_iter()
             .map(DeviceServer::stop)
@@ -577,6 +587,7 @@ impl Rig<'_> {
                 log
             }));
         }
+        seal(&dir, s, &console, &stopped, &server_dirs)?;
         Ok((console, stopped, timings))
     }
 
@@ -962,6 +973,58 @@ pub fn run_id() -> String {
     )
 }
 
+/// Leaves a boot's evidence at rest in its folder (`judge::Sealed`): `console.log`, the lines
+/// as the judge reads them, and `evidence.json`, the rest; `rejudge` reads them back.
+fn seal(
+    dir: &Path,
+    s: &Scenario,
+    c: &judge::Console,
+    device: &[Stopped],
+    server_dirs: &[String],
+) -> Result<()> {
+    let mut lines = c.lines.join("\n");
+    lines.push('\n');
+    std::fs::write(dir.join(CONSOLE_LOG), lines)?;
+    let sealed = judge::seal(s.name, c, device, server_dirs);
+    std::fs::write(dir.join(EVIDENCE), serde_json::to_string_pretty(&sealed)?)?;
+    Ok(())
+}
+
+/// A boot's console as the judge read it, and the rest of its evidence (see [`seal`]).
+pub const CONSOLE_LOG: &str = "console.log";
+pub const EVIDENCE: &str = "evidence.json";
+
+/// Judges a boot again from what it left in `dir` (`cargo xtask judge DIR`): the verdict it
+/// would get now, from the same evidence.
+pub fn rejudge(dir: &Path) -> Result<Judgement> {
+    let read = |name: &str| {
+        std::fs::read_to_string(dir.join(name)).with_context(|| {
+            format!(
+                "reading {} (a boot folder of pci-rig 0.1 or newer has it)",
+                dir.join(name).display()
+            )
+        })
+    };
+    let sealed: judge::Sealed = serde_json::from_str(&read(EVIDENCE)?)
+        .with_context(|| format!("parsing {}", dir.join(EVIDENCE).display()))?;
+    let scenario = crate::scenario::find(&sealed.scenario).map_err(anyhow::Error::msg)?;
+    let console = read(CONSOLE_LOG)?;
+    let mut texts = Vec::new();
+    for server in &sealed.servers {
+        let d = dir.join(&server.dir);
+        let text = |name: &str| std::fs::read_to_string(d.join(name)).unwrap_or_default();
+        texts.push((text("device-access.jsonl"), text("device-dma.jsonl")));
+    }
+    let logs: Vec<judge::ServerLogs<'_>> = texts
+        .iter()
+        .map(|(access, dma)| judge::ServerLogs { access, dma })
+        .collect();
+    let oracle = std::fs::read_to_string(dir.join(judge::oracle::LOG)).ok();
+    let (c, device) =
+        judge::unseal(&sealed, &console, &logs, oracle.as_deref()).map_err(anyhow::Error::msg)?;
+    Ok(judge::judge(scenario, &c, &device))
+}
+
 /// Makes `target/pci-rig/<run-id>` and points `target/pci-rig/latest` at it.
 pub fn new_run_dir(paths: &Paths) -> Result<PathBuf> {
     let id = run_id();
@@ -984,7 +1047,10 @@ pub const PURE_CRATES: &[&str] = &["vocab", "judge"];
 /// the output of both in `cargo-test.log` (it runs while the guests boot; a failure prints the
 /// log's tail).
 fn cargo_test(paths: &Paths, dir: &Path) -> Outcome {
-    eprintln!("test: cargo test --workspace, clippy's bans on {} (output: cargo-test.log)", PURE_CRATES.join(", "));
+    eprintln!(
+        "test: cargo test --workspace, clippy's bans on {} (output: cargo-test.log)",
+        PURE_CRATES.join(", ")
+    );
     let started = Instant::now();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let log = dir.join("cargo-test.log");

@@ -1,0 +1,85 @@
+//! The judge on real boots: each folder under `tests/fixtures/` is judged from its files and
+//! held to its `expected.txt` (see its README). The test reads files; the judge does not.
+
+#![allow(clippy::disallowed_methods)]
+
+use std::path::{Path, PathBuf};
+
+fn fixtures() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+fn read(dir: &Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name))
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.join(name).display()))
+}
+
+/// Judges the boot in `dir`, its access log edited by `edit` first.
+fn judged(dir: &Path, edit: impl Fn(String) -> String) -> judge::Judgement {
+    let sealed: judge::Sealed = serde_json::from_str(&read(dir, "evidence.json")).unwrap();
+    let scenario = vocab::scenario::find(&sealed.scenario).unwrap();
+    let texts: Vec<(String, String)> = sealed
+        .servers
+        .iter()
+        .map(|s| {
+            let d = dir.join(&s.dir);
+            let text = |n: &str| std::fs::read_to_string(d.join(n)).unwrap_or_default();
+            (edit(text("device-access.jsonl")), text("device-dma.jsonl"))
+        })
+        .collect();
+    let logs: Vec<judge::ServerLogs<'_>> = texts
+        .iter()
+        .map(|(access, dma)| judge::ServerLogs { access, dma })
+        .collect();
+    let oracle = std::fs::read_to_string(dir.join("oracle.jsonl")).ok();
+    let (c, device) =
+        judge::unseal(&sealed, &read(dir, "console.log"), &logs, oracle.as_deref()).unwrap();
+    judge::judge(scenario, &c, &device)
+}
+
+#[test]
+fn every_fixture_gets_its_expected_verdict_and_reason() {
+    let all = fixtures();
+    assert!(all.len() >= 6, "fixtures missing: {all:?}");
+    for dir in all {
+        let expected = read(&dir, "expected.txt");
+        let mut lines = expected.lines();
+        let verdict = lines.next().unwrap();
+        let j = judged(&dir, |t| t);
+        let name = dir.file_name().unwrap().to_string_lossy();
+        assert_eq!(
+            format!("{:?}", j.verdict).to_lowercase(),
+            verdict,
+            "{name}: {}",
+            j.reason
+        );
+        for want in lines.filter(|l| !l.is_empty()) {
+            assert!(
+                j.reason.contains(want),
+                "{name}: `{want}` not in: {}",
+                j.reason
+            );
+        }
+    }
+}
+
+#[test]
+fn a_passing_boot_fails_once_the_device_log_loses_an_access() {
+    let dir = fixtures()
+        .into_iter()
+        .find(|d| d.ends_with("unbind-pass"))
+        .unwrap();
+    let j = judged(&dir, |t| {
+        let mut lines: Vec<&str> = t.lines().collect();
+        lines.remove(lines.len() / 2);
+        lines.join("\n")
+    });
+    assert_eq!(j.verdict, vocab::verdict::Verdict::Fail, "{}", j.reason);
+}
