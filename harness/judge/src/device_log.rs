@@ -27,6 +27,11 @@ pub struct Stopped {
     pub dma: Vec<DmaEvent>,
 }
 
+/// Each server's access log, in attach order.
+pub fn access_logs(device: &[Stopped]) -> Vec<&[Access]> {
+    device.iter().map(|d| &d.log[..]).collect()
+}
+
 /// An MMIO access the guest says it made: `# mmio r|w bar0|bar2 OFFSET SIZE VALUE`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Claimed {

@@ -10,7 +10,7 @@
 
 use crate::accounting::{self, Accounted};
 use crate::console;
-use crate::device_log::{Access, Class, Kind, Region};
+use crate::device_log::{Access, Class, Kind, Region, Stopped};
 use crate::driver::Actor;
 use crate::requests::{GuestRequest, HostAction};
 use serde::{Deserialize, Serialize};
@@ -364,6 +364,24 @@ pub fn judge_window(
         "; the MMIO oracle saw exactly the driver's {} reads of the node's window at {start:#x}, with their values, and nothing else there",
         seen.len()
     ))
+}
+
+/// The MMIO oracle's side of a boot ([`judge`]), when it watched it.
+pub(crate) fn of_boot(
+    c: &crate::Console,
+    history: &[Actor],
+    device: &[Stopped],
+) -> Result<String, String> {
+    match &c.oracle {
+        None => Ok(String::new()),
+        Some(Err(e)) => Err(format!("MMIO oracle: {e}")),
+        Some(Ok(log)) => judge(
+            log,
+            &c.lines,
+            history,
+            &crate::device_log::access_logs(device),
+        ),
+    }
 }
 
 pub mod sample;
