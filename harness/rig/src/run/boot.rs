@@ -1,0 +1,667 @@
+//! The rig's boot of one scenario: its device server and QEMU, the guest's requests carried
+//! out while it runs, its evidence gathered, sealed and judged.
+
+use super::evidence::seal;
+use super::host_actions::{arm_oracle, device_request, host_action, struck, AER_AT_STRIKE};
+use super::*;
+use crate::arch::Arch;
+use crate::guest::console;
+use crate::guest::device::{DeviceServer, Stopped};
+use crate::guest::qemu;
+use crate::guest::qemu::{Console, Guest};
+use crate::guest::requests::{DEVICE_DONE, DEVICE_FAILED};
+use crate::guest::{GuestRequest, HostAction};
+use crate::host::provision::Toolchain;
+use crate::judge::driver;
+use crate::judge::{self, Judgement};
+use crate::kernel::modcheck;
+use crate::kernel::{self};
+use crate::scenario::{self, Check, Scenario};
+use crate::Paths;
+use anyhow::{bail, Context, Result};
+use qemu_device::control::Request;
+use qemu_device::model::FaultKind;
+use report::{Timings, Verdict};
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A boot's folder, private to the user (sockets live there).
+pub(super) fn boot_dir(dir: &Path) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    Ok(dir.to_path_buf())
+}
+
+/// How long after its doorbell a boot's device runs each DMA: from 100 to 999 µs, drawn from
+/// the run's seed (the sweep's, printed: `--sweep-seed` replays it), the arch and the
+/// scenario, so that a driver cannot rely on a DMA being done at any moment but its interrupt.
+/// The benchmarks' boots run each at the doorbell, so that their DMA figures stay the engine's.
+pub(super) fn dma_delay_us(plan: &crate::sweep::Plan, arch: Arch, s: &Scenario) -> u64 {
+    if matches!(s.check, Check::Bench) {
+        return 0;
+    }
+    let seed = match plan {
+        crate::sweep::Plan::Sample(seed) => *seed,
+        _ => 0,
+    };
+    // FNV-1a over the seed, the arch and the name.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in seed
+        .to_le_bytes()
+        .iter()
+        .chain(arch.name().as_bytes())
+        .chain(s.name.as_bytes())
+    {
+        h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    100 + h % 900
+}
+
+/// What a boot needs: tools, a kernel and image, and the device server.
+pub(super) struct Rig<'a> {
+    pub(super) paths: &'a Paths,
+    pub(super) tc: &'a Toolchain,
+    pub(super) p: &'a Prepared,
+    /// The device server binary, when some scenario attaches it.
+    pub(super) device: Option<&'a Path>,
+    /// The MMIO oracle plugin (`oracle`), loaded with the device.
+    pub(super) oracle: Option<&'a Path>,
+    /// The `vcpu-yield` plugin: a vCPU spinning at a wait hint yields its
+    /// host CPU (several two-vCPU guests share two cores).
+    pub(super) vcpu_yield: Option<&'a Path>,
+    /// The removal-point sweep's plan (the `sweep` scenarios).
+    pub(super) sweep: &'a crate::sweep::Plan,
+    pub(super) dma_path: DmaPath,
+}
+
+/// How the guest's DMA reaches the device: QEMU options and the kernel command line only,
+/// every kernel has the drivers for each (`cargo xtask test --iommu`, `--bounce`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DmaPath {
+    /// Guest-physical addresses, all of RAM mapped for the device at once: most machines.
+    #[default]
+    Direct,
+    /// Behind a vIOMMU, strict: x86_64's intel-iommu, arm64's virtio-iommu. QEMU maps the
+    /// device exactly what the guest maps, when the guest maps it (DMA_MAP/DMA_UNMAP).
+    Iommu,
+    /// Every streaming mapping bounced through swiotlb (`swiotlb=force`): the device reaches
+    /// a copy, so a missing sync changes the bytes the CPU sees (a wrong direction does not:
+    /// Linux fills the bounce slot at every map, whatever the direction).
+    Bounce,
+}
+
+impl DmaPath {
+    /// Why `arch` cannot run this path, if it cannot.
+    pub fn unsupported(self, arch: Arch) -> Option<&'static str> {
+        match (self, arch) {
+            (DmaPath::Iommu, Arch::Riscv64) => Some(
+                "riscv64 has no vIOMMU driver on 6.12 (VIRTIO_IOMMU is ARM64 || X86 there, \
+                 riscv-iommu came later): use --bounce there",
+            ),
+            _ => None,
+        }
+    }
+
+    /// QEMU's devices for it; the IOMMU comes before every other device (QEMU attaches PCI
+    /// devices to it as they are created).
+    fn qemu_args(self, arch: Arch) -> &'static [&'static str] {
+        match (self, arch) {
+            // Caching mode: QEMU sees each mapping the guest makes and passes it on to
+            // the device server.
+            (DmaPath::Iommu, Arch::X86_64) => &["-device", "intel-iommu,caching-mode=on"],
+            (DmaPath::Iommu, Arch::Arm64) => &["-device", "virtio-iommu-pci"],
+            _ => &[],
+        }
+    }
+
+    fn cmdline(self, arch: Arch) -> &'static str {
+        match (self, arch) {
+            (DmaPath::Iommu, Arch::X86_64) => " intel_iommu=on",
+            (DmaPath::Bounce, _) => " swiotlb=force",
+            _ => "",
+        }
+    }
+}
+
+impl Rig<'_> {
+    pub(super) fn guest<'a>(&'a self, s: &Scenario, dir: &'a Path) -> Guest<'a> {
+        let arch = self.p.kernel.arch;
+        let mut g = Guest {
+            arch,
+            qemu: &self.tc.qemu,
+            kernel: &self.p.image,
+            hz: self.p.hz,
+            initrd: &self.p.initrd,
+            cmdline: match s.check {
+                Check::Sweep(sample) => format!(
+                    "pcirig.scenario={} {} {}",
+                    s.script_name(),
+                    s.cmdline,
+                    crate::sweep::cmdline(&self.sweep.points(self.p.kernel.arch, sample))
+                ),
+                _ => format!("pcirig.scenario={} {}", s.script_name(), s.cmdline),
+            },
+            dir,
+            extra_args: self
+                .dma_path
+                .qemu_args(arch)
+                .iter()
+                .copied()
+                .chain(s.stock_devices.iter().flat_map(|d| ["-device", d]))
+                .chain(s.machine.qemu_args(self.p.kernel.arch).iter().copied())
+                .map(str::to_string)
+                .collect(),
+        };
+        g.cmdline.push_str(self.dma_path.cmdline(arch));
+        if matches!(s.check, Check::Driver(_) | Check::Sweep(_)) {
+            // The DMA core's own record of every mapping, on the console in printk order with
+            // the driver's lines (judge/dma_core.rs).
+            g.cmdline.push_str(crate::judge::dma_core::CMDLINE);
+        }
+        if let Some(so) = self.vcpu_yield {
+            g.extra_args
+                .extend(["-plugin".into(), so.display().to_string()]);
+        }
+        g
+    }
+
+    /// Boots once, with a fresh device server when the scenario wants one,
+    /// and returns the console, what the servers left (the first one, then
+    /// one per hot-plug the guest asked for) and what the host timed:
+    /// `device_del_to_remove_ms`, from sending the first device_del to the
+    /// driver's `remove_begin` line arriving.
+    fn boot(&self, s: &Scenario, dir: &Path) -> Result<(Console, Vec<Stopped>, Timings)> {
+        let dir = boot_dir(dir)?;
+        let sockets = qemu::socket_dir(&dir)?;
+        let bin = match (s.machine.has_device(), self.device) {
+            (true, Some(bin)) => Some(bin),
+            (true, None) => bail!(
+                "scenario {} needs the device server, which was not built",
+                s.name
+            ),
+            (false, _) => None,
+        };
+        let mut servers = Vec::new();
+        if let Some(bin) = bin {
+            let delay = dma_delay_us(self.sweep, self.p.kernel.arch, s);
+            let mut server = DeviceServer::start(bin, &dir, &sockets, delay)?;
+            // The sweep's servers may die at a write (`die`); PCI_RIG_POSTED_WRITES=on keeps
+            // QEMU's posted writes there, to reproduce its abort (docs/sweep.md).
+            let posted = std::env::var("PCI_RIG_POSTED_WRITES").is_ok_and(|v| v == "on");
+            server.unposted_writes = matches!(s.check, Check::Sweep(_)) && !posted;
+            servers.push(server);
+        }
+        let mut g = self.guest(s, &dir);
+        let mut node_window = None;
+        if let scenario::Machine::DeviceTree(edit) = s.machine {
+            let dt = crate::guest::dt::prepare(&self.tc.qemu, g.arch, &dir, edit)?;
+            g.extra_args
+                .extend(["-dtb".into(), dt.dtb.display().to_string()]);
+            node_window = dt.window;
+        }
+        if let Some(server) = servers.first() {
+            g.extra_args
+                .extend(["-device".into(), server.qemu_device()]);
+        }
+        // The oracle watches the machine's PCI windows in every boot with
+        // our device, except the benchmark's, whose figures are MMIO costs
+        // it would distort; and the platform demo node's window.
+        let watched = s.machine.has_device() || matches!(s.check, Check::UpstreamPci { .. });
+        let windows = if watched && !matches!(s.check, Check::Bench) {
+            Some(crate::guest::oracle::windows(g.arch).to_vec())
+        } else {
+            node_window.map(|w| vec![w])
+        };
+        let oracle = self.oracle.zip(windows);
+        let oracle_log = dir.join(crate::judge::oracle::LOG);
+        if let Some((so, windows)) = &oracle {
+            // Armed late: the guest asks once it has booted (images/init).
+            let arm = dir.join(crate::guest::oracle::ARM);
+            let _ = std::fs::remove_file(&arm);
+            g.extra_args.extend([
+                "-plugin".into(),
+                crate::guest::oracle::plugin_arg(so, windows, &oracle_log, &arm),
+            ]);
+            g.cmdline.push(' ');
+            g.cmdline.push_str(crate::guest::oracle::CMDLINE);
+        }
+        let mut actions = std::fs::File::create(dir.join("host-actions.log"))?;
+        let mut failures = Vec::new();
+        let mut unplugs = 0;
+        let mut unplugged_at: Option<Instant> = None;
+        let mut timings = Timings::new();
+        let mut line_no = 0;
+        let mut armed: Option<crate::judge::oracle::HostArmed> = None;
+        let mut injected_ns = Vec::new();
+        // A fault armed for the host to carry out when it strikes (`aer`, `unplug`).
+        let mut watching: Option<FaultKind> = None;
+        let console = g.run(s.timeout, |line, qmp, console_in| {
+            let text = console::strip_timestamp(line);
+            line_no += 1;
+            if let Some(kind) = watching {
+                // The driver prints a line per access: the strike is seen within one line.
+                if let Some(at) = struck(servers.last()) {
+                    watching = None;
+                    if kind == FaultKind::Unplug {
+                        unplugged_at = Some(Instant::now());
+                    }
+                    let result = match kind {
+                        FaultKind::Unplug => host_action(
+                            HostAction::Unplug,
+                            qmp,
+                            bin,
+                            &dir,
+                            &mut servers,
+                            &mut unplugs,
+                        ),
+                        FaultKind::Aer => {
+                            host_action(AER_AT_STRIKE, qmp, bin, &dir, &mut servers, &mut unplugs)
+                                .inspect(|_| {
+                                    injected_ns.push(qemu_device::transport::monotonic_ns())
+                                })
+                        }
+                        _ => Err(anyhow::anyhow!("the host carries out no {kind} fault")),
+                    }
+                    .unwrap_or_else(|e| {
+                        failures.push(format!("the {kind} fault that struck #{at}: {e:#}"));
+                        format!("error: {e:#}")
+                    });
+                    writeln!(actions, "{kind} fault struck access #{at} -> {result}")?;
+                }
+            }
+            match GuestRequest::parse(text) {
+                None => {}
+                Some(Err(e)) => {
+                    failures.push(format!("`{text}`: {e}"));
+                    writeln!(actions, "{text} -> error: {e}")?;
+                }
+                Some(Ok(GuestRequest::Device {
+                    json,
+                    must_refuse,
+                    answer,
+                })) => {
+                    let (logged, failure) = device_request(servers.last(), json, must_refuse);
+                    if let Ok(Request::ArmFault { kind, .. }) = serde_json::from_str(json) {
+                        let host_acts = matches!(kind, FaultKind::Aer | FaultKind::Unplug);
+                        watching = (failure.is_none() && host_acts).then_some(kind);
+                    }
+                    if answer {
+                        let done = failure.is_none();
+                        let says = if done { DEVICE_DONE } else { DEVICE_FAILED };
+                        writeln!(console_in, "{says}")?;
+                        console_in.flush()?;
+                    }
+                    failures.extend(failure);
+                    writeln!(actions, "{json} -> {logged}")?;
+                }
+                Some(Ok(GuestRequest::Host(HostAction::ArmOracle))) => {
+                    // Arm the MMIO oracle, and answer the guest (which waits
+                    // for it on its console) once it is armed.
+                    let t = Instant::now();
+                    let result = arm_oracle(oracle.is_some(), &dir, servers.last(), console_in)
+                        .map(|device_next_seq| {
+                            armed = Some(crate::judge::oracle::HostArmed {
+                                line: line_no - 1,
+                                device_next_seq,
+                            });
+                            format!(
+                                "armed after {:.0} ms; the device's next access is #{}",
+                                t.elapsed().as_secs_f64() * 1000.0,
+                                device_next_seq.map_or("-".to_string(), |n| n.to_string())
+                            )
+                        })
+                        .unwrap_or_else(|e| {
+                            failures.push(format!("{text}: {e:#}"));
+                            format!("error: {e:#}")
+                        });
+                    writeln!(actions, "{text} -> {result}")?;
+                }
+                Some(Ok(GuestRequest::Host(action))) => {
+                    if action == HostAction::Unplug {
+                        unplugged_at = Some(Instant::now());
+                    }
+                    let result = host_action(action, qmp, bin, &dir, &mut servers, &mut unplugs)
+                        .inspect(|_| {
+                            if matches!(action, HostAction::Aer { .. }) {
+                                injected_ns.push(qemu_device::transport::monotonic_ns());
+                            }
+                        })
+                        .unwrap_or_else(|e| {
+                            failures.push(format!("{text}: {e:#}"));
+                            format!("error: {e:#}")
+                        });
+                    writeln!(actions, "{text} -> {result}")?;
+                }
+            }
+            if driver::is_event(line, "remove_begin") {
+                if let Some(at) = unplugged_at.take() {
+                    let ms = at.elapsed().as_secs_f64() * 1000.0;
+                    timings.entry("device_del_to_remove_ms").or_insert(ms);
+                    writeln!(actions, "guest remove() began {ms:.1} ms after device_del")?;
+                }
+            }
+            Ok(())
+        });
+        let server_dirs: Vec<String> = servers
+            .iter()
+            .map(|s| {
+                let rel = s.dir.strip_prefix(&dir).unwrap_or(&s.dir);
+                match rel.to_str() {
+                    Some("") => ".".to_string(),
+                    _ => rel.display().to_string(),
+                }
+            })
+            .collect();
+        let stopped = servers
+            .into_iter()
+            .map(DeviceServer::stop)
+            .collect::<Result<Vec<_>>>()?;
+        if sockets != dir {
+            let _ = std::fs::remove_dir_all(&sockets);
+        }
+        let mut console = console.map_err(|e| {
+            let stderr = std::fs::read_to_string(dir.join("qemu-stderr.log")).unwrap_or_default();
+            match (&oracle, crate::guest::oracle::refused(&stderr)) {
+                (Some(_), Some(why)) => anyhow::anyhow!("{why}"),
+                _ => e,
+            }
+        })?;
+        console.host_failures = failures;
+        console.injected_ns = injected_ns;
+        if oracle.is_some() {
+            console.oracle = Some(crate::guest::oracle::read(&oracle_log).map(|mut log| {
+                log.host = armed;
+                log
+            }));
+        }
+        seal(&dir, s, &console, &stopped, &server_dirs)?;
+        Ok((console, stopped, timings))
+    }
+
+    /// Runs one scenario and judges it; a pass also gives what was timed.
+    pub(super) fn run_scenario(&self, s: &Scenario, dir: &Path) -> Judgement {
+        let arch = self.p.kernel.arch;
+        let arches = s.machine.arches();
+        if !arches.contains(&arch) {
+            let on: Vec<&str> = arches.iter().map(|a| a.name()).collect();
+            return Judgement::plain(
+                Verdict::Skip,
+                format!(
+                    "{} only; not applicable to {arch}{}",
+                    on.join(", "),
+                    s.machine.skip_reason()
+                ),
+            );
+        }
+        if let (true, Err(e)) = (s.needs_driver(), &self.p.driver) {
+            return Judgement::plain(Verdict::Fail, format!("the driver did not build: {e}"));
+        }
+        if let (scenario::Machine::DeviceTree(_), Err(e)) = (s.machine, &self.p.platform) {
+            return Judgement::plain(Verdict::Fail, e.clone());
+        }
+        let plain = |(verdict, reason)| Judgement::plain(verdict, reason);
+        let result = match s.check {
+            Check::SelfTest => self.selftest(dir).map(plain),
+            Check::CompileFail => self.compile_fail().map(plain),
+            Check::IdTable => self.id_table().map(plain),
+            _ => {
+                // A sweep's boot lasts as long as its points take.
+                let budget = match s.check {
+                    Check::Sweep(sample) => crate::sweep::budget(&self.sweep.points(arch, sample)),
+                    _ => Duration::ZERO,
+                };
+                let s = &Scenario {
+                    timeout: (s.timeout + budget) * self.p.slowdown,
+                    ..*s
+                };
+                self.boot(s, dir).map(|(c, device, host)| {
+                    let mut j = judge::judge(s, &c, &device);
+                    if j.verdict == Verdict::Pass {
+                        j.timings.extend(host);
+                    }
+                    if j.verdict == Verdict::Pass
+                        && matches!(s.check, Check::Kunit | Check::KunitMainline)
+                    {
+                        match self.kunit_py(&c.lines) {
+                            Ok(agreed) => j.reason.push_str(&agreed),
+                            Err(e) => j = Judgement::fail(crate::verdict::Cause::Checks, e),
+                        }
+                    }
+                    // A QEMU that failed says why on its stderr (an assertion, an abort).
+                    if c.exit.is_some_and(|e| !e.success()) {
+                        let stderr = std::fs::read_to_string(dir.join("qemu-stderr.log"))
+                            .unwrap_or_default();
+                        if let Some(last) = last_words(&stderr) {
+                            j.reason.push_str(&format!("; QEMU's last words: {last}"));
+                        }
+                    }
+                    j
+                })
+            }
+        };
+        result.unwrap_or_else(|e| Judgement::plain(Verdict::Fail, format!("could not run: {e:#}")))
+    }
+
+    /// The kernel's own KTAP parser (`kunit.py parse`, from this kernel's source tree) over the
+    /// same console lines, held against our reading of them.
+    fn kunit_py(&self, lines: &[String]) -> std::result::Result<String, String> {
+        let script = self.p.kernel.src.join("tools/testing/kunit/kunit.py");
+        let mut child = Command::new("python3")
+            .arg(&script)
+            .arg("parse")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("running {}: {e}", script.display()))?;
+        let input = lines.join("\n") + "\n";
+        let mut stdin = child.stdin.take().expect("piped");
+        let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+        let out = child
+            .wait_with_output()
+            .map_err(|e| format!("kunit.py parse: {e}"))?;
+        let _ = writer.join();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let theirs = judge::kunit::KunitPy::parse(&text)
+            .ok_or("kunit.py parse printed no `Testing complete` line for this log")?;
+        judge::kunit::agrees(lines, &theirs)
+    }
+
+    /// Builds the compile-fail module as is and once per mistake.
+    fn compile_fail(&self) -> Result<(Verdict, String)> {
+        let _tree = kernel::relock(&self.p.kernel)?;
+        let dir = self.paths.root.join("guest-kernel/compile-fail");
+        Ok(
+            match modcheck::compile_fail(self.tc, &self.p.kernel, &dir) {
+                Ok(note) => (Verdict::Pass, note),
+                Err(e) => (Verdict::Fail, format!("{e:#}")),
+            },
+        )
+    }
+
+    /// Reads our driver's `.ko` and checks its PCI id table.
+    fn id_table(&self) -> Result<(Verdict, String)> {
+        let ko = self.p.driver.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
+        let bytes = std::fs::read(ko).with_context(|| format!("reading {}", ko.display()))?;
+        Ok(match modcheck::pci_id_table(&bytes) {
+            Ok(t) => {
+                let ids: Vec<String> = t
+                    .ids
+                    .iter()
+                    .map(|(v, d)| format!("{v:04x}:{d:04x}"))
+                    .collect();
+                (
+                    Verdict::Pass,
+                    format!(
+                        "{} entr{} ({}) in read-only {}, then a zero sentinel",
+                        t.ids.len(),
+                        if t.ids.len() == 1 { "y" } else { "ies" },
+                        ids.join(", "),
+                        t.section
+                    ),
+                )
+            }
+            Err(e) => (Verdict::Fail, format!("{}: {e:#}", ko.display())),
+        })
+    }
+
+    /// Boots guests that are broken or lie on purpose and checks the harness
+    /// judges each one failed for the right reason (one after the other;
+    /// `cargo xtask test` runs them as jobs of their own).
+    fn selftest(&self, dir: &Path) -> Result<(Verdict, String)> {
+        let results = scenario::SELFTEST_CASES
+            .iter()
+            .map(|case| self.selftest_case(case, dir))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(selftest_verdict(&results))
+    }
+
+    /// Boots one broken or lying guest: `Ok` with the line that says why
+    /// it was judged fail, or `Err` with how the harness misjudged it.
+    pub(super) fn selftest_case(
+        &self,
+        case: &scenario::SelfTestCase,
+        dir: &Path,
+    ) -> Result<SelfTestPart> {
+        let s = &case.scenario;
+        let arch = self.p.kernel.arch;
+        if !s.machine.arches().contains(&arch) {
+            return Ok(Ok(format!("{}: {NOT_HERE} {arch}", s.name)));
+        }
+        let (c, device, _) = self.boot(s, &dir.join(s.name))?;
+        let j = judge::judge(s, &c, &device);
+        // The line that says why, or the first.
+        let first = j
+            .reason
+            .lines()
+            .find(|l| l.contains(case.says))
+            .or(j.reason.lines().next())
+            .unwrap_or("")
+            .to_string();
+        Ok(if !set_up_ran(case.set_up, &c.lines) {
+            Err(format!(
+                "{}: its set-up did not run (no console line `{}`), so its verdict proves nothing",
+                s.name,
+                case.set_up.unwrap_or_default()
+            ))
+        } else if j.cause == Some(case.cause) && j.reason.contains(case.says) {
+            Ok(format!("{}: {first}", s.name))
+        } else {
+            Err(format!(
+                "{}: wanted {:?} saying `{}`, judged {:?}: {}",
+                s.name, case.cause, case.says, j.cause, j.reason
+            ))
+        })
+    }
+}
+
+/// Whether a selftest guest printed its set-up line (`SelfTestCase::set_up`).
+pub(super) fn set_up_ran(set_up: Option<&str>, lines: &[String]) -> bool {
+    set_up.is_none_or(|want| {
+        lines
+            .iter()
+            .any(|l| console::strip_timestamp(l).starts_with(want))
+    })
+}
+
+/// One harness-selftest guest's result (`Rig::selftest_case`).
+pub(super) type SelfTestPart = std::result::Result<String, String>;
+/// What a selftest guest whose machine this arch has not says instead.
+pub(super) const NOT_HERE: &str = "not a machine of";
+/// The same, with when its job started and ended.
+pub(super) type TimedPart = (SelfTestPart, Instant, Instant);
+
+/// harness-selftest's verdict over its guests' results.
+pub(super) fn selftest_verdict(results: &[SelfTestPart]) -> (Verdict, String) {
+    let wrong: Vec<&str> = results
+        .iter()
+        .filter_map(|r| r.as_ref().err())
+        .map(String::as_str)
+        .collect();
+    let (absent, seen): (Vec<&str>, Vec<&str>) = results
+        .iter()
+        .filter_map(|r| r.as_ref().ok())
+        .map(String::as_str)
+        .partition(|r| r.contains(NOT_HERE));
+    if wrong.is_empty() {
+        let absent = if absent.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", absent.join("; "))
+        };
+        (
+            Verdict::Pass,
+            format!(
+                "all {} broken or lying guests judged fail for the right reason{absent}; {}",
+                seen.len(),
+                seen.join("; ")
+            ),
+        )
+    } else {
+        (
+            Verdict::Fail,
+            format!("the harness misjudged guests:\n{}", wrong.join("\n")),
+        )
+    }
+}
+
+/// The last line a program wrote to its stderr, if any.
+pub(super) fn last_words(stderr: &str) -> Option<&str> {
+    stderr.lines().map(str::trim).rfind(|l| !l.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn qemus_last_words_are_its_last_line() {
+        let stderr = "qemu-system-x86_64: Unable to write to socket: Broken pipe\nqemu-system-x86_64: util/error.c:62: error_setv: Assertion `*errp == NULL' failed.\n\n";
+        assert_eq!(
+            super::last_words(stderr),
+            Some("qemu-system-x86_64: util/error.c:62: error_setv: Assertion `*errp == NULL' failed.")
+        );
+        assert_eq!(super::last_words(" \n"), None);
+    }
+
+    #[test]
+    fn run_ids_are_timestamps_with_the_pid() {
+        let id = super::run_id();
+        let parts: Vec<&str> = id.split('-').collect();
+        assert_eq!(parts.len(), 3, "{id}");
+        assert_eq!(parts[0].len(), 8);
+        assert!(parts[0].starts_with("20"), "{id}");
+        assert_eq!(parts[1].len(), 6);
+        assert_eq!(parts[2], std::process::id().to_string());
+    }
+
+    #[test]
+    fn a_selftest_guest_not_on_this_arch_is_named_not_counted() {
+        let results = vec![
+            Ok("selftest-hang: timeout".to_string()),
+            Ok(format!(
+                "selftest-platform-late: {} x86_64",
+                super::NOT_HERE
+            )),
+        ];
+        let (v, why) = super::selftest_verdict(&results);
+        assert_eq!(v, super::Verdict::Pass);
+        assert!(why.starts_with("all 1 broken or lying guests judged fail for the right reason (selftest-platform-late: not a machine of x86_64); selftest-hang"), "{why}");
+        let wrong = vec![
+            results[0].clone(),
+            Err("selftest-panic: judged pass".to_string()),
+        ];
+        assert_eq!(super::selftest_verdict(&wrong).0, super::Verdict::Fail);
+    }
+
+    #[test]
+    fn a_selftest_case_whose_set_up_did_not_run_is_not_counted() {
+        let want = Some("pcirig: devmem ran before arming");
+        let ran = ["pcirig: devmem ran before arming, at 0xb0000000".to_string()];
+        assert!(super::set_up_ran(want, &ran));
+        assert!(super::set_up_ran(None, &[]));
+        let missing = ["pcirig: oracle armed".to_string()];
+        assert!(!super::set_up_ran(want, &missing));
+    }
+}
