@@ -930,7 +930,8 @@ pub const SOAK: &[&Scenario] = &[
 
 /// What `--debug` runs unless one scenario is asked for: the checkers
 /// (KASAN, lockdep, PROVE_RCU, atomic-sleep, kmemleak, full preemption)
-/// watching every path that ends a binding or frees what it held.
+/// watching every path that ends a binding or frees what it held, on both
+/// kernel lines (the mainline ones where `--kernel` includes 7).
 pub const DEBUG: &[&Scenario] = &[
     &KUNIT,
     &CPUFREQ,
@@ -939,10 +940,17 @@ pub const DEBUG: &[&Scenario] = &[
     &REBIND,
     &MODULES,
     &IRQ_UNBIND,
+    &DMA_UNBIND,
     &HOTUNPLUG,
     &HOTUNPLUG_ACPI,
     &SURPRISE,
     &SURPRISE_ACPI,
+    &SWEEP,
+    &MAINLINE_UNBIND,
+    &MAINLINE_DMA_UNBIND,
+    &MAINLINE_HOTUNPLUG,
+    &MAINLINE_DMA_SURPRISE,
+    &MAINLINE_UNPLUG,
 ];
 
 pub fn find(name: &str) -> Result<&'static Scenario, String> {
