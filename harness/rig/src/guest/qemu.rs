@@ -84,6 +84,13 @@ fn read_console(mut from: impl Read, to: mpsc::Sender<FromConsole>) {
     }
 }
 
+/// A boot's folder, private to the user (sockets live there).
+pub fn boot_dir(dir: &Path) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    Ok(dir.to_path_buf())
+}
+
 /// Where a boot's sockets live: its own folder, unless that path is too long
 /// for a Unix socket (107 bytes); then a private folder under /tmp, named in
 /// `sockets.txt`.

@@ -23,17 +23,9 @@ use qemu_device::control::Request;
 use qemu_device::model::FaultKind;
 use report::{Timings, Verdict};
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A boot's folder, private to the user (sockets live there).
-pub(super) fn boot_dir(dir: &Path) -> Result<PathBuf> {
-    std::fs::create_dir_all(dir)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-    Ok(dir.to_path_buf())
-}
 
 /// How long after its doorbell a boot's device runs each DMA: from 100 to 999 µs, drawn from
 /// the run's seed (the sweep's, printed: `--sweep-seed` replays it), the arch and the
@@ -174,7 +166,7 @@ impl Rig<'_> {
     /// `device_del_to_remove_ms`, from sending the first device_del to the
     /// driver's `remove_begin` line arriving.
     fn boot(&self, s: &Scenario, dir: &Path) -> Result<(Console, Vec<Stopped>, Timings)> {
-        let dir = boot_dir(dir)?;
+        let dir = qemu::boot_dir(dir)?;
         let sockets = qemu::socket_dir(&dir)?;
         let bin = match (s.machine.has_device(), self.device) {
             (true, Some(bin)) => Some(bin),

@@ -1,7 +1,6 @@
 //! What the host does for a running guest when it asks (`pcirig: host …`, `pcirig: device …`):
 //! device requests, hot-unplug and replug, AER injection, arming the MMIO oracle.
 
-use super::boot::boot_dir;
 use crate::guest::device::{self, DeviceServer};
 use crate::guest::qemu;
 use crate::guest::qmp::Qmp;
@@ -115,7 +114,7 @@ pub(super) fn host_action(
                 *unplugs,
                 Duration::from_secs(30),
             )?;
-            let d = boot_dir(&dir.join(format!("replug-{}", servers.len())))?;
+            let d = qemu::boot_dir(&dir.join(format!("replug-{}", servers.len())))?;
             let delay = servers.last().map_or(0, |s| s.dma_delay_us);
             let mut server = DeviceServer::start(bin, &d, &qemu::socket_dir(&d)?, delay)?;
             server.unposted_writes = servers.last().is_some_and(|s| s.unposted_writes);

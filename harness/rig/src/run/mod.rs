@@ -12,7 +12,7 @@ mod schedule;
 mod unit_tests;
 
 pub use boot::DmaPath;
-use boot::{boot_dir, Rig};
+use boot::Rig;
 pub use evidence::{rejudge, CONSOLE_LOG, EVIDENCE};
 pub use prepare::{prepare, setup, Prepared};
 pub use runner::scenarios;
@@ -41,7 +41,7 @@ pub fn interactive(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<()> {
     let run_dir = new_run_dir(paths)?;
     let p = prepare(paths, &tc, arch, flavor, &run_dir, true, None)?;
     let bin = device::build_server(paths)?;
-    let dir = boot_dir(&run_dir.join(format!("{arch}-shell")))?;
+    let dir = qemu::boot_dir(&run_dir.join(format!("{arch}-shell")))?;
     let server = DeviceServer::start(&bin, &dir, &qemu::socket_dir(&dir)?, 0)?;
     eprintln!(
         "run: booting {arch}; Ctrl-A X quits QEMU (logs: {})",
