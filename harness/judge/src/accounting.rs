@@ -391,7 +391,7 @@ mod tests {
     use qemu_device::model::FaultKind;
 
     fn access(seq: u64, region: &str, offset: u64, value: u64, kind: &str) -> Access {
-        crate::test_access(seq, region, offset, 4, value, kind)
+        crate::device_log::test_access(seq, region, offset, 4, value, kind)
     }
 
     /// A log from (region, offset, value, kind), numbered in order.

@@ -186,7 +186,7 @@ mod tests {
     use super::*;
 
     fn access(seq: u64, kind: &str, offset: u64, value: u64) -> Access {
-        crate::test_access(seq, "bar0", offset, 4, value, kind)
+        crate::device_log::test_access(seq, "bar0", offset, 4, value, kind)
     }
 
     /// A probe: RESET, then `acks` interrupts acknowledged, then IRQ_COUNT

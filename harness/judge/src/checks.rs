@@ -4,9 +4,10 @@
 
 use crate::device_log::{self as device, Stopped};
 use crate::driver_rules::{judge_driver, judge_sweep};
+use crate::evidence::Console;
 use crate::figures::GuestFigures;
+use crate::judgement::{Accounting, Failed, Findings, Judgement};
 use crate::{accounting, dma, driver, kunit, oracle, platform};
-use crate::{Accounting, Console, Failed, Findings, Judgement};
 use vocab::scenario::{Check, Scenario};
 use vocab::verdict::{Cause, Timings, Verdict};
 
@@ -101,7 +102,7 @@ pub(crate) fn account_user_space(
 ) -> Result<(String, Accounting), String> {
     let history = driver::history(&c.lines)?;
     let n = accounting::account(&history, &device::access_logs(device))?;
-    let seen = oracle::of_boot(c, &history, device)?;
+    let seen = oracle::of_boot(c.oracle.as_ref(), &c.lines, &history, device)?;
     let dma = dma::check(&history, &n, device, dma::behind_iommu(&c.lines))?;
     let seen = format!("{seen}{}", dma.summary());
     if n.user == 0 || n.bindings > 0 {

@@ -100,7 +100,7 @@ pub fn quiesced(ended: &[Ended], servers: &[&[Access]]) -> Result<usize, String>
 mod tests {
     use super::*;
 
-    use crate::test_access as access;
+    use crate::device_log::test_access as access;
 
     /// Probe: memory and bus mastering on, MSI on; a BAR read; then what
     /// the binding's end writes (`tail`), then a BAR read by the next one.

@@ -77,6 +77,29 @@ pub fn parse_claim(line: &str) -> Option<Claimed> {
     })
 }
 
+/// A device log entry for unit tests (its time is its number).
+#[cfg(test)]
+pub(crate) fn test_access(
+    seq: u64,
+    region: &str,
+    offset: u64,
+    size: u32,
+    value: u64,
+    kind: &str,
+) -> Access {
+    Access {
+        seq,
+        time_ns: seq,
+        region: region.parse().unwrap(),
+        offset,
+        size,
+        value: Some(value),
+        kind: kind.parse().unwrap(),
+        class: Class::Ok,
+        fault: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,6 @@
 use super::*;
-use crate::{accounting, driver, test_access};
+use crate::device_log::test_access;
+use crate::{accounting, driver};
 use std::os::unix::process::ExitStatusExt;
 
 const DEV: &str = "pci_rig 0000:01:00.0: ";

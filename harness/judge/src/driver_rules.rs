@@ -4,9 +4,11 @@
 
 use crate::accounting;
 use crate::device_log::{self as device, Stopped};
+use crate::evidence::Console;
+use crate::judgement::Accounting;
 use crate::requests::SETTLED;
 use crate::rules::{rule_on, Rule};
-use crate::{acks, config, console, dma, dma_core, driver, oracle, sweep, Accounting, Console};
+use crate::{acks, config, console, dma, dma_core, driver, oracle, sweep};
 use vocab::scenario::{DriverExpect, IrqMode, WorkerStop, STORM_IRQS};
 
 /// Software interrupts each probe's self-test raises (`step irq`).
@@ -254,7 +256,7 @@ pub(crate) fn judge_driver(
         true => acks::acks_are_status_read(&history, &n.seqs, &device::access_logs(device))?,
         false => 0,
     };
-    let seen = oracle::of_boot(c, &history, device)?;
+    let seen = oracle::of_boot(c.oracle.as_ref(), &c.lines, &history, device)?;
     let dma = dma::check(&history, &n, device, dma::behind_iommu(&c.lines))?;
     let seen = format!(
         "{seen}{}{}{}",
@@ -439,7 +441,7 @@ pub(crate) fn judge_sweep(
         true => acks::acks_are_status_read(&history, &n.seqs, &device::access_logs(device))?,
         false => 0,
     };
-    let seen = oracle::of_boot(c, &history, device)?;
+    let seen = oracle::of_boot(c.oracle.as_ref(), &c.lines, &history, device)?;
     let dma = dma::check(&history, &n, device, dma::behind_iommu(&c.lines))?;
     let seen = format!("{seen}{}{}", dma.summary(), dma_core_agrees(lines)?);
     let results = sweep::judge(

@@ -7,9 +7,11 @@
 
 use crate::console::{self, Origin};
 use crate::device_log::{self as device, Stopped};
+use crate::evidence::Console;
+use crate::judgement::Failed;
 use crate::ktap::{self, Line};
 use crate::requests::{self, GuestRequest, HostAction, DONE};
-use crate::{driver, known, sweep, Console, Failed};
+use crate::{driver, known, sweep};
 use vocab::scenario::{Check, Scenario};
 use vocab::verdict::Cause;
 

@@ -16,6 +16,7 @@ mod driver_rules;
 mod evidence;
 pub mod figures;
 mod gates;
+mod judgement;
 pub mod known;
 pub mod ktap;
 pub mod kunit;
@@ -27,88 +28,14 @@ pub mod rules;
 pub mod sweep;
 pub mod sweep_table;
 
-use crate::accounting::Accounted;
-#[cfg(test)]
-use crate::device_log::Access;
 use crate::device_log::Stopped;
-use crate::figures::GuestFigures;
 pub use evidence::{seal, unseal, Console, Sealed, ServerLogs};
+use judgement::Failed;
+pub use judgement::{Accounting, Findings, Judgement};
 pub use rules::{weaken, Rule};
-use serde::Serialize;
 use vocab::scenario::{Check, Scenario};
 pub use vocab::verdict::Cause;
 use vocab::verdict::{Timings, Verdict};
-
-pub struct Judgement {
-    pub verdict: Verdict,
-    pub cause: Option<Cause>,
-    pub reason: String,
-    /// What a passing boot measured on the way (`remove_ms`, `unbind_ms`).
-    pub timings: Timings,
-    /// What the judge established, typed, for report.json and `bench`.
-    pub findings: Findings,
-}
-
-/// What judging a boot established, beyond its verdict: read by the
-/// report and `cargo xtask bench`, which need not parse the logs again.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Findings {
-    /// Guest checks (KTAP results) that passed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub guest_checks: Option<usize>,
-    /// How the device's log (and the MMIO oracle's) was accounted for, and its DMA log.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub accounted: Option<Accounting>,
-    /// `bench`'s figures.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub figures: Option<GuestFigures>,
-    /// Where the boot's time went (`phases`), whatever the verdict.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub phases: Option<phases::Phases>,
-    /// Reports of Linux's own that this boot made and `known` excused.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub known: Vec<String>,
-    /// The removal-point sweep's points, each with its outcome.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub sweep: Vec<sweep::PointResult>,
-}
-
-/// What the accounting matched and the DMA oracle counted in a boot with our device.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Accounting {
-    #[serde(flatten)]
-    pub accesses: Accounted,
-    pub dma: dma::DmaFindings,
-}
-
-impl Findings {
-    pub fn is_empty(&self) -> bool {
-        *self == Findings::default()
-    }
-}
-
-impl Judgement {
-    pub fn fail(cause: Cause, reason: String) -> Self {
-        Judgement {
-            verdict: Verdict::Fail,
-            cause: Some(cause),
-            reason,
-            timings: Timings::new(),
-            findings: Findings::default(),
-        }
-    }
-
-    /// A verdict reached without judging a boot (no boot, or a skip).
-    pub fn plain(verdict: Verdict, reason: String) -> Self {
-        Judgement {
-            verdict,
-            cause: None,
-            reason,
-            timings: Timings::new(),
-            findings: Findings::default(),
-        }
-    }
-}
 
 /// Judges one boot; `device` is what the device server left, when attached.
 /// The findings carry the boot's phases, whatever the verdict.
@@ -121,18 +48,6 @@ pub fn judge(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
 /// `judge` but for the phases.
 fn verdict(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
     judged(s, c, device).unwrap_or_else(|f| Judgement::fail(f.cause, f.reason))
-}
-
-/// Why a gate or a rule failed a boot: the verdict's cause and reason.
-pub(crate) struct Failed {
-    cause: Cause,
-    reason: String,
-}
-
-impl Failed {
-    pub(crate) fn new(cause: Cause, reason: String) -> Self {
-        Failed { cause, reason }
-    }
 }
 
 /// The gates, the scenario's rules, the last gate: a pass, or the first failure.
@@ -171,29 +86,6 @@ fn judged(s: &Scenario, c: &Console, device: &[Stopped]) -> Result<Judgement, Fa
         timings,
         findings,
     })
-}
-
-/// A device log entry for unit tests (its time is its number).
-#[cfg(test)]
-pub(crate) fn test_access(
-    seq: u64,
-    region: &str,
-    offset: u64,
-    size: u32,
-    value: u64,
-    kind: &str,
-) -> Access {
-    Access {
-        seq,
-        time_ns: seq,
-        region: region.parse().unwrap(),
-        offset,
-        size,
-        value: Some(value),
-        kind: kind.parse().unwrap(),
-        class: crate::device_log::Class::Ok,
-        fault: None,
-    }
 }
 
 #[cfg(test)]

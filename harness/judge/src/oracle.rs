@@ -366,21 +366,18 @@ pub fn judge_window(
     ))
 }
 
-/// The MMIO oracle's side of a boot ([`judge`]), when it watched it.
+/// The MMIO oracle's side of a boot ([`judge`]), when it watched it (`oracle`: its log, or why
+/// it could not be read; `lines`: the boot's console).
 pub(crate) fn of_boot(
-    c: &crate::Console,
+    oracle: Option<&Result<Log, String>>,
+    lines: &[String],
     history: &[Actor],
     device: &[Stopped],
 ) -> Result<String, String> {
-    match &c.oracle {
+    match oracle {
         None => Ok(String::new()),
         Some(Err(e)) => Err(format!("MMIO oracle: {e}")),
-        Some(Ok(log)) => judge(
-            log,
-            &c.lines,
-            history,
-            &crate::device_log::access_logs(device),
-        ),
+        Some(Ok(log)) => judge(log, lines, history, &crate::device_log::access_logs(device)),
     }
 }
 

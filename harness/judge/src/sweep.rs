@@ -586,7 +586,7 @@ mod tests {
         (1..=n)
             .map(|seq| Access {
                 fault: (seq == struck).then_some(fault),
-                ..crate::test_access(seq, "bar0", SCRATCH, 4, 0, "read")
+                ..crate::device_log::test_access(seq, "bar0", SCRATCH, 4, 0, "read")
             })
             .collect()
     }
@@ -1044,7 +1044,9 @@ mod tests {
         let access = |log: &mut Vec<Access>, kind: Kind, offset: u64, value: u64| {
             let rw = if kind == Kind::Read { "read" } else { "write" };
             let seq = log.len() as u64 + 1;
-            log.push(crate::test_access(seq, "bar0", offset, 4, value, rw));
+            log.push(crate::device_log::test_access(
+                seq, "bar0", offset, 4, value, rw,
+            ));
         };
         let clean = bound_probe(PATTERNS);
         for (k, t) in [faulted, &clean].into_iter().enumerate() {

@@ -442,7 +442,7 @@ fn kunit_boots_are_judged_by_kunits_rules() {
 }
 
 fn access(seq: u64, offset: u64, value: u64, kind: &str) -> Access {
-    super::test_access(seq, "bar0", offset, 4, value, kind)
+    crate::device_log::test_access(seq, "bar0", offset, 4, value, kind)
 }
 
 const MAGIC_READ: &str = "# mmio r bar0 0x0 4 0x70726967";
