@@ -15,8 +15,8 @@
 //! fresh clone, an empty cache). It fails only when a measurement could not be taken; a missed
 //! goal or a failed verdict is reported, never an error.
 
+use crate::edit::{Restore, EDITED};
 use crate::svg::{Bar, Panel};
-use crate::{Restore, EDITED};
 use anyhow::{bail, Context, Result};
 use rig::arch::Arch;
 use rig::judge::figures::median;

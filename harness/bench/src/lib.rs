@@ -20,10 +20,12 @@
 //! chart.
 
 pub mod baseline;
+mod edit;
 pub use rig::judge::figures;
 pub mod svg;
 
 use anyhow::{bail, Context, Result};
+use edit::{Restore, EDITED};
 use figures::{median, GuestFigures, Mmio, KS};
 use rig::arch::Arch;
 use rig::kernel::Flavor;
@@ -49,9 +51,6 @@ pub const GOAL_ORACLE_RATIO: f64 = 1.5;
 /// The scenario the oracle's cost is measured on: the driver bound, its
 /// worker busy, unbound, then the settle.
 pub const ORACLE_SCENARIO: &scenario::Scenario = &scenario::UNBIND;
-
-/// The driver source the edit→verdict loop edits.
-const EDITED: &str = "guest-kernel/driver/pci_rig.rs";
 
 pub struct BenchOptions {
     pub arches: Vec<Arch>,
@@ -377,50 +376,6 @@ pub fn guest_row(arch: &str, boots: &[GuestFigures]) -> GuestRow {
                 .collect(),
         ),
     }
-}
-
-/// Puts a file back byte for byte however the bench ends (error or panic):
-/// the edit loops' guard on the driver they edit.
-struct Restore {
-    path: PathBuf,
-    original: Vec<u8>,
-}
-
-impl Restore {
-    /// Reads `path`; dropping the guard writes those bytes back.
-    fn take(path: &Path) -> Result<Restore> {
-        let original =
-            std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-        Ok(Restore {
-            path: path.to_path_buf(),
-            original,
-        })
-    }
-
-    /// Writes the file as it was plus run `i`'s comment line (see [`edited`]).
-    fn edit(&self, who: &str, i: usize) -> Result<()> {
-        std::fs::write(&self.path, edited(&self.original, who, i))
-            .with_context(|| format!("editing {}", self.path.display()))
-    }
-}
-
-impl Drop for Restore {
-    fn drop(&mut self) {
-        if let Err(e) = std::fs::write(&self.path, &self.original) {
-            eprintln!("bench: could not restore {}: {e}", self.path.display());
-        }
-    }
-}
-
-/// `original` with one trailing comment line, different for each run `i`:
-/// a real change of the source, so the module really rebuilds.
-fn edited(original: &[u8], who: &str, i: usize) -> Vec<u8> {
-    let mut text = original.to_vec();
-    if !text.is_empty() && !text.ends_with(b"\n") {
-        text.push(b'\n');
-    }
-    text.extend_from_slice(format!("// {who}: edit {i}\n").as_bytes());
-    text
 }
 
 /// Runs `cargo ARGS` in the checkout as a user would, output into `log`; its
@@ -1538,13 +1493,16 @@ mod tests {
 
     #[test]
     fn an_edit_adds_a_comment_line_per_run() {
-        assert_eq!(edited(b"fn a() {}\n", "b", 3), b"fn a() {}\n// b: edit 3\n");
         assert_eq!(
-            edited(b"fn a() {}", "b", 1),
+            edit::edited(b"fn a() {}\n", "b", 3),
+            b"fn a() {}\n// b: edit 3\n"
+        );
+        assert_eq!(
+            edit::edited(b"fn a() {}", "b", 1),
             b"fn a() {}\n// b: edit 1\n",
             "a last line without its newline is not joined to the comment"
         );
-        assert_ne!(edited(b"x\n", "b", 1), edited(b"x\n", "b", 2));
+        assert_ne!(edit::edited(b"x\n", "b", 1), edit::edited(b"x\n", "b", 2));
     }
 
     #[test]
