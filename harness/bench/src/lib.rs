@@ -20,6 +20,10 @@
 //! chart.
 
 pub mod baseline;
+mod render;
+pub mod report;
+use render::{picture, table};
+pub use report::*;
 mod edit;
 pub use rig::judge::figures;
 pub mod svg;
@@ -33,24 +37,9 @@ use rig::run::report::Verdict;
 use rig::run::{self, TestOptions};
 use rig::scenario;
 use rig::Paths;
-use serde::Serialize;
-use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
-use svg::{Bar, Panel};
-
-/// The goals the figures are reported against.
-pub const GOAL_DEVRES_RATIO: f64 = 1.05;
-pub const GOAL_ACCESS_RATIO: f64 = 1.01;
-pub const GOAL_EDIT_S: f64 = 12.0;
-pub const GOAL_MATRIX_S: f64 = 90.0;
-/// The MMIO oracle may slow a boot by at most this much (issue 14).
-pub const GOAL_ORACLE_RATIO: f64 = 1.5;
-
-/// The scenario the oracle's cost is measured on: the driver bound, its
-/// worker busy, unbound, then the settle.
-pub const ORACLE_SCENARIO: &scenario::Scenario = &scenario::UNBIND;
 
 pub struct BenchOptions {
     pub arches: Vec<Arch>,
@@ -60,63 +49,6 @@ pub struct BenchOptions {
     pub edit_runs: usize,
     /// Time the whole `cargo xtask test`.
     pub matrix: bool,
-}
-
-/// Wall times of repeated runs of one command.
-#[derive(Debug, Serialize)]
-pub struct Timed {
-    pub command: String,
-    pub runs_s: Vec<f64>,
-    pub median_s: f64,
-    pub goal_s: f64,
-    /// Whether every run ended with all its verdicts passing.
-    pub all_passed: bool,
-    pub logs: Vec<String>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct BootTimes {
-    pub arch: String,
-    pub runs_s: Vec<f64>,
-    pub median_s: f64,
-}
-
-#[derive(Debug, Serialize)]
-pub struct MmioRow {
-    #[serde(flatten)]
-    pub mmio: Mmio,
-    pub b_over_a: f64,
-    pub c_over_a: f64,
-    pub d_over_a: f64,
-}
-
-#[derive(Debug, Serialize)]
-pub struct UnbindRow {
-    pub k: u32,
-    pub worker: &'static str,
-    pub runs: usize,
-    pub remove_ns: i64,
-    pub total_ns: i64,
-}
-
-#[derive(Debug, Serialize)]
-pub struct RevokeRow {
-    pub k: u32,
-    pub ns: i64,
-}
-
-/// Boot→verdict of [`ORACLE_SCENARIO`] on one arch with and without the
-/// MMIO oracle (passing runs only).
-#[derive(Debug, Serialize)]
-pub struct OracleCost {
-    pub arch: String,
-    pub scenario: String,
-    pub with_s: Vec<f64>,
-    pub without_s: Vec<f64>,
-    pub median_with_s: f64,
-    pub median_without_s: f64,
-    /// `median_with_s / median_without_s`.
-    pub ratio: f64,
 }
 
 /// One arch's oracle cost from its runs; `None` when either side has no
@@ -133,32 +65,6 @@ pub fn oracle_cost_row(arch: &str, with_s: &[f64], without_s: &[f64]) -> Option<
         median_without_s,
         ratio: median_with_s / median_without_s,
     })
-}
-
-/// One arch's guest figures: medians over its `bench` boots.
-#[derive(Debug, Serialize)]
-pub struct GuestRow {
-    pub arch: String,
-    pub boots: usize,
-    pub mmio: Vec<MmioRow>,
-    pub unbind: Vec<UnbindRow>,
-    pub revoke_each: Vec<RevokeRow>,
-    pub window_kib_per_s: Option<f64>,
-    /// Interrupt round trip, per mode: MSI from `bench`, INTx from `bench-intx` boots.
-    pub irq: Vec<IrqRow>,
-    /// DMA throughput per direction against a CPU copy of as many bytes (medians over boots).
-    pub dma: Vec<DmaRow>,
-    /// A one-page coherent allocation and its free, median over boots.
-    pub dma_alloc_ns: Option<f64>,
-}
-
-/// DMA of our device's window one way, against the CPU copying as many bytes.
-#[derive(Debug, Serialize)]
-pub struct DmaRow {
-    pub dir: String,
-    pub bytes: u64,
-    pub kib_per_s: f64,
-    pub cpu_kib_per_s: f64,
 }
 
 /// The DMA rows of `boots`, per direction.
@@ -180,14 +86,6 @@ fn dma_rows(boots: &[GuestFigures]) -> Vec<DmaRow> {
             })
         })
         .collect()
-}
-
-/// Median interrupt round trip (INT_RAISE write to the hard handler) over boots.
-#[derive(Debug, Serialize)]
-pub struct IrqRow {
-    pub mode: String,
-    pub boots: usize,
-    pub median_ns: i64,
 }
 
 /// The interrupt round trip of each mode seen in `boots`.
@@ -215,37 +113,6 @@ pub fn irq_rows(boots: &[GuestFigures]) -> Vec<IrqRow> {
         .collect()
 }
 
-#[derive(Debug, Serialize)]
-pub struct Report {
-    pub run_id: String,
-    pub commit: String,
-    pub cpus: usize,
-    pub edit_verdict: Option<Timed>,
-    pub warm_matrix: Option<Timed>,
-    pub boot: Vec<BootTimes>,
-    pub guest: Vec<GuestRow>,
-    pub goals: Goals,
-    pub oracle_cost: Vec<OracleCost>,
-    /// The removal-point sweep's points per minute, per arch.
-    pub sweep: Vec<SweepPace>,
-    /// `--baseline REV`: head against REV, interleaved (the head-only
-    /// figures above are then not measured).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub baseline: Option<baseline::Comparison>,
-}
-
-/// The removal-point sweep's pace on one arch: `sweep_pace_points()` in one boot.
-#[derive(Debug, Serialize)]
-pub struct SweepPace {
-    pub arch: String,
-    pub points: usize,
-    /// The boot's scenario phase (its points, each a faulted and a clean binding).
-    pub scenario_s: f64,
-    pub boot_s: f64,
-    pub points_per_min: f64,
-    pub passed: bool,
-}
-
 /// The points the bench times: every eighth of `sweep::every()` but `die`'s (each waits QEMU's
 /// 5 s and an unplug: `sweep-acpi` has them), so every other kind, refusals at most steps,
 /// lost-interrupt waits and remove()'s RESET are in the mix. Few enough that the kernel prints
@@ -270,15 +137,6 @@ pub fn sweep_pace(arch: &str, points: usize, o: &run::report::Outcome) -> Option
         points_per_min: points as f64 * 60.0 / scenario_s,
         passed: o.verdict == Verdict::Pass,
     })
-}
-
-#[derive(Debug, Serialize)]
-pub struct Goals {
-    pub devres_ratio_on_pci_testdev: f64,
-    pub access_ratio_on_pci_testdev: f64,
-    pub edit_verdict_s: f64,
-    pub warm_matrix_s: f64,
-    pub oracle_ratio: f64,
 }
 
 /// Medians over the `bench` boots of one arch.
@@ -828,411 +686,10 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
     Ok(ok)
 }
 
-fn met(value: f64, goal: f64) -> &'static str {
-    if value <= goal {
-        "met"
-    } else {
-        "missed"
-    }
-}
-
-fn ms(ns: i64) -> String {
-    let ms = ns as f64 / 1e6;
-    if ms >= 100.0 {
-        format!("{ms:.0}")
-    } else {
-        format!("{ms:.1}")
-    }
-}
-
-fn ns_text(ns: i64) -> String {
-    if ns >= 10_000 {
-        format!("{:.1} µs", ns as f64 / 1e3)
-    } else {
-        format!("{ns} ns")
-    }
-}
-
-/// The printed table: one line per figure, with its goal where it has one;
-/// with `--baseline`, the comparison's table.
-pub fn table(r: &Report) -> String {
-    if let Some(c) = &r.baseline {
-        return format!(
-            "bench {} (commit {}, {} CPUs)\n{}",
-            r.run_id,
-            r.commit,
-            r.cpus,
-            baseline::table(c)
-        );
-    }
-    let mut t = format!(
-        "bench {} (commit {}, {} CPUs)\n{:<44} {:<58} {}\n",
-        r.run_id, r.commit, r.cpus, "figure", "value", "goal"
-    );
-    let mut row = |what: String, value: String, goal: String| {
-        let _ = writeln!(t, "{what:<44} {value:<58} {goal}");
-    };
-    if let Some(e) = &r.edit_verdict {
-        let runs: Vec<String> = e.runs_s.iter().map(|s| format!("{s:.1}")).collect();
-        row(
-            format!("edit→verdict (median of {})", e.runs_s.len()),
-            format!("{:.1} s (runs {})", e.median_s, runs.join(", ")),
-            format!("≤ {} s: {}", e.goal_s, met(e.median_s, e.goal_s)),
-        );
-    }
-    if let Some(m) = &r.warm_matrix {
-        row(
-            "warm matrix (cargo xtask test)".into(),
-            format!(
-                "{:.1} s{}",
-                m.median_s,
-                if m.all_passed {
-                    ""
-                } else {
-                    " (a verdict failed)"
-                }
-            ),
-            format!("≤ {} s: {}", m.goal_s, met(m.median_s, m.goal_s)),
-        );
-    }
-    for b in &r.boot {
-        row(
-            format!("boot→verdict {} (median of {})", b.arch, b.runs_s.len()),
-            format!("{:.2} s", b.median_s),
-            String::new(),
-        );
-    }
-    for p in &r.sweep {
-        row(
-            format!("sweep pace {} ({} points, one boot)", p.arch, p.points),
-            format!(
-                "{:.0} points/min ({:.1} s of scenario, {:.1} s boot){}",
-                p.points_per_min,
-                p.scenario_s,
-                p.boot_s,
-                if p.passed { "" } else { " (FAILED)" }
-            ),
-            String::new(),
-        );
-    }
-    for c in &r.oracle_cost {
-        row(
-            format!(
-                "MMIO oracle cost {} {} (median of {}/{})",
-                c.arch,
-                c.scenario,
-                c.with_s.len(),
-                c.without_s.len()
-            ),
-            format!(
-                "{:.2}×: {:.2} s with, {:.2} s without",
-                c.ratio, c.median_with_s, c.median_without_s
-            ),
-            format!(
-                "≤ {GOAL_ORACLE_RATIO}×: {}",
-                met(c.ratio, GOAL_ORACLE_RATIO)
-            ),
-        );
-    }
-    for g in &r.guest {
-        for m in &g.mmio {
-            row(
-                format!("MMIO read {} {}", g.arch, m.mmio.device),
-                format!(
-                    "raw {}, b/a {:.3}, c/a {:.3}, d/a {:.3}",
-                    ns_text(m.mmio.raw_ns),
-                    m.b_over_a,
-                    m.c_over_a,
-                    m.d_over_a
-                ),
-                if m.mmio.device == "pci-testdev" {
-                    format!(
-                        "b/a ≤ {GOAL_DEVRES_RATIO}: {}; d/a ≤ {GOAL_ACCESS_RATIO}: {}",
-                        met(m.b_over_a, GOAL_DEVRES_RATIO),
-                        met(m.d_over_a, GOAL_ACCESS_RATIO)
-                    )
-                } else {
-                    String::new()
-                },
-            );
-        }
-        if !g.irq.is_empty() {
-            let trips: Vec<String> = g
-                .irq
-                .iter()
-                .map(|t| format!("{} {}", t.mode, ns_text(t.median_ns)))
-                .collect();
-            row(
-                format!("interrupt round trip {}", g.arch),
-                trips.join(", "),
-                String::new(),
-            );
-        }
-        for worker in ["idle", "busy"] {
-            let rows: Vec<&UnbindRow> = g.unbind.iter().filter(|u| u.worker == worker).collect();
-            if rows.is_empty() {
-                continue;
-            }
-            let total: Vec<String> = rows.iter().map(|u| ms(u.total_ns)).collect();
-            let remove: Vec<String> = rows
-                .iter()
-                .map(|u| format!("{:.1}", u.remove_ns as f64 / 1e3))
-                .collect();
-            row(
-                format!("unbind {} k=1/16/64, worker {worker}", g.arch),
-                format!(
-                    "total {} ms; remove() {} µs",
-                    total.join("/"),
-                    remove.join("/")
-                ),
-                String::new(),
-            );
-        }
-        if !g.revoke_each.is_empty() {
-            let each: Vec<String> = g.revoke_each.iter().map(|r| ms(r.ns)).collect();
-            row(
-                format!("revoke one by one {} k=1/16/64", g.arch),
-                format!("{} ms", each.join("/")),
-                String::new(),
-            );
-        }
-        for d in &g.dma {
-            row(
-                format!("DMA {} {} ({} KiB)", d.dir, g.arch, d.bytes / 1024),
-                format!("{:.0} KiB/s", d.kib_per_s),
-                format!("CPU copy {:.0} KiB/s", d.cpu_kib_per_s),
-            );
-        }
-        if let Some(ns) = g.dma_alloc_ns {
-            row(
-                format!("coherent alloc+free {} (4 KiB)", g.arch),
-                format!("{:.1} µs", ns / 1e3),
-                String::new(),
-            );
-        }
-    }
-    t
-}
-
-/// The picture: turnaround, MMIO cost and ratios, unbind cost; with
-/// `--baseline`, head against the baseline per figure and the goals' ratios.
-pub fn picture(r: &Report) -> String {
-    let mut panels = r
-        .baseline
-        .as_ref()
-        .map(baseline::panels)
-        .unwrap_or_default();
-    let bar = |label: String, value: f64, text: String, series: usize| Bar {
-        label,
-        value,
-        text,
-        series,
-    };
-    let mut turnaround = Vec::new();
-    if let Some(e) = &r.edit_verdict {
-        for (i, s) in e.runs_s.iter().enumerate() {
-            turnaround.push(bar(
-                format!("edit→verdict run {}", i + 1),
-                *s,
-                format!("{s:.1} s"),
-                0,
-            ));
-        }
-        turnaround.push(bar(
-            "edit→verdict median".into(),
-            e.median_s,
-            format!("{:.1} s", e.median_s),
-            1,
-        ));
-    }
-    for b in &r.boot {
-        turnaround.push(bar(
-            format!("boot→verdict {}", b.arch),
-            b.median_s,
-            format!("{:.2} s", b.median_s),
-            2,
-        ));
-    }
-    if !turnaround.is_empty() {
-        panels.push(Panel {
-            title: "Turnaround (goal: edit→verdict ≤ 12 s)".into(),
-            unit: "s".into(),
-            bars: turnaround,
-            goal: r
-                .edit_verdict
-                .as_ref()
-                .map(|e| (e.goal_s, format!("{} s", e.goal_s))),
-            log: false,
-        });
-    }
-    if let Some(m) = &r.warm_matrix {
-        panels.push(Panel {
-            title: format!("Warm matrix: {}", m.command),
-            unit: "s".into(),
-            bars: vec![bar(
-                "wall time".into(),
-                m.median_s,
-                format!("{:.1} s", m.median_s),
-                1,
-            )],
-            goal: Some((m.goal_s, format!("goal {} s", m.goal_s))),
-            log: false,
-        });
-    }
-    if !r.oracle_cost.is_empty() {
-        panels.push(oracle_panel(&r.oracle_cost));
-    }
-    let mut cost = Vec::new();
-    let mut overhead = Vec::new();
-    for g in &r.guest {
-        for m in &g.mmio {
-            for (way, ns, series) in [
-                ("raw", m.mmio.raw_ns, 0),
-                ("Devres per read", m.mmio.devres_ns, 1),
-                ("one guard", m.mmio.guard_ns, 2),
-                ("Devres::access per read", m.mmio.access_ns, 3),
-            ] {
-                cost.push(bar(
-                    format!("{} {} {way}", g.arch, m.mmio.device),
-                    ns as f64,
-                    ns_text(ns),
-                    series,
-                ));
-            }
-            for (name, ratio, series) in [
-                ("b", m.b_over_a, 1),
-                ("c", m.c_over_a, 2),
-                ("d", m.d_over_a, 3),
-            ] {
-                let percent = (ratio - 1.0) * 100.0;
-                overhead.push(bar(
-                    format!("{} {} {name}/a", g.arch, m.mmio.device),
-                    percent.max(0.0),
-                    format!("{percent:+.1} %"),
-                    series,
-                ));
-            }
-        }
-    }
-    if !cost.is_empty() {
-        panels.push(Panel {
-            title: "MMIO register read, ns per read (median)".into(),
-            unit: "ns".into(),
-            bars: cost,
-            goal: None,
-            log: true,
-        });
-        panels.push(Panel {
-            title: "MMIO overhead over raw Io: b = try_access per read, c = one guard for the \
-                    loop, d = Devres::access per read"
-                .into(),
-            unit: "%".into(),
-            bars: overhead,
-            goal: Some((
-                (GOAL_DEVRES_RATIO - 1.0) * 100.0,
-                format!("b/a goal {GOAL_DEVRES_RATIO}"),
-            )),
-            log: false,
-        });
-    }
-    let mut unbind = Vec::new();
-    for g in &r.guest {
-        for u in &g.unbind {
-            unbind.push(bar(
-                format!("{} unbind k={} worker {}", g.arch, u.k, u.worker),
-                u.total_ns as f64 / 1e6,
-                format!("{} ms", ms(u.total_ns)),
-                usize::from(u.worker == "busy"),
-            ));
-        }
-        for e in &g.revoke_each {
-            unbind.push(bar(
-                format!("{} revoke one by one k={}", g.arch, e.k),
-                e.ns as f64 / 1e6,
-                format!("{} ms", ms(e.ns)),
-                3,
-            ));
-        }
-    }
-    let dma: Vec<Bar> = r
-        .guest
-        .iter()
-        .flat_map(|g| {
-            g.dma.iter().flat_map(move |d| {
-                [
-                    bar(
-                        format!("{} DMA {}", g.arch, d.dir),
-                        d.kib_per_s,
-                        format!("{:.0} KiB/s", d.kib_per_s),
-                        0,
-                    ),
-                    bar(
-                        format!("{} CPU copy ({})", g.arch, d.dir),
-                        d.cpu_kib_per_s,
-                        format!("{:.0} KiB/s", d.cpu_kib_per_s),
-                        1,
-                    ),
-                ]
-            })
-        })
-        .collect();
-    if !dma.is_empty() {
-        panels.push(Panel {
-            title: "DMA of the 64 KiB window vs the CPU copying as many bytes".into(),
-            unit: "KiB/s".into(),
-            bars: dma,
-            goal: None,
-            log: true,
-        });
-    }
-    if !unbind.is_empty() {
-        panels.push(Panel {
-            title: "Unbind: remove() start → last Devres released, vs a grace period per resource"
-                .into(),
-            unit: "ms".into(),
-            bars: unbind,
-            goal: None,
-            log: true,
-        });
-    }
-    svg::render(
-        "pci-rig bench",
-        &format!(
-            "run {}, commit {}, {} CPUs, TCG",
-            r.run_id, r.commit, r.cpus
-        ),
-        &panels,
-    )
-}
-
-/// The oracle's cost per arch: boot→verdict with it over without.
-fn oracle_panel(costs: &[OracleCost]) -> Panel {
-    Panel {
-        title: format!(
-            "MMIO oracle: boot→verdict with the plugin / without ({})",
-            ORACLE_SCENARIO.name
-        ),
-        unit: "×".into(),
-        bars: costs
-            .iter()
-            .map(|c| Bar {
-                label: format!("{} with / without", c.arch),
-                value: c.ratio,
-                text: format!(
-                    "{:.2}× ({:.2} s / {:.2} s)",
-                    c.ratio, c.median_with_s, c.median_without_s
-                ),
-                series: 4,
-            })
-            .collect(),
-        goal: Some((GOAL_ORACLE_RATIO, format!("goal {GOAL_ORACLE_RATIO}×"))),
-        log: false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     #[test]
     fn the_sweep_pace_is_points_per_minute_of_the_scenario_phase() {
