@@ -3,21 +3,21 @@
 //! arch, writing report.json and junit.xml into a fresh run folder.
 
 mod boot;
+mod cargo_checks;
 mod evidence;
 mod host_actions;
 mod prepare;
 pub mod report;
 mod runner;
 mod schedule;
-mod unit_tests;
 
 pub use boot::DmaPath;
 use boot::Rig;
+use cargo_checks::cargo_test;
+pub use cargo_checks::PURE_CRATES;
 pub use evidence::{rejudge, CONSOLE_LOG, EVIDENCE};
 pub use prepare::{prepare, setup, Prepared};
 pub use runner::scenarios;
-use unit_tests::cargo_test;
-pub use unit_tests::PURE_CRATES;
 
 use crate::arch::Arch;
 use crate::guest::device::{self, DeviceServer};
