@@ -2,25 +2,20 @@
 //! out while it runs, its evidence gathered, sealed and judged.
 
 use super::evidence::seal;
-use super::host_actions::{arm_oracle, device_request, host_action, struck, AER_AT_STRIKE};
+use super::host_actions::HostSide;
 use super::*;
 use crate::arch::Arch;
 use crate::guest::console;
 use crate::guest::device::{DeviceServer, Stopped};
 use crate::guest::qemu;
 use crate::guest::qemu::{Console, Guest};
-use crate::guest::requests::{DEVICE_DONE, DEVICE_FAILED};
-use crate::guest::{GuestRequest, HostAction};
 use crate::host::provision::Toolchain;
-use crate::judge::driver;
 use crate::judge::{self, Judgement};
 use crate::kernel::modcheck;
 use crate::kernel::{self};
 use crate::scenario::{self, Check, Scenario};
 use crate::Paths;
 use anyhow::{bail, Context, Result};
-use qemu_device::control::Request;
-use qemu_device::model::FaultKind;
 use report::{Timings, Verdict};
 use std::io::Write;
 use std::path::Path;
@@ -176,25 +171,86 @@ impl Rig<'_> {
             ),
             (false, _) => None,
         };
-        let mut servers = Vec::new();
-        if let Some(bin) = bin {
-            let delay = dma_delay_us(self.sweep, self.p.kernel.arch, s);
-            let mut server = DeviceServer::start(bin, &dir, &sockets, delay)?;
-            // The sweep's servers may die at a write (`die`); PCI_RIG_POSTED_WRITES=on keeps
-            // QEMU's posted writes there, to reproduce its abort (docs/sweep.md).
-            let posted = std::env::var("PCI_RIG_POSTED_WRITES").is_ok_and(|v| v == "on");
-            server.unposted_writes = matches!(s.check, Check::Sweep(_)) && !posted;
-            servers.push(server);
-        }
+        let servers = match bin {
+            Some(bin) => vec![self.first_server(s, bin, &dir, &sockets)?],
+            None => Vec::new(),
+        };
         let mut g = self.guest(s, &dir);
+        let oracle = self.attach(s, &dir, &mut g, servers.first())?;
+        let mut host = HostSide::new(&dir, bin, servers, oracle)?;
+        let console = g.run(s.timeout, |line, qmp, console_in| {
+            host.on_line(line, qmp, console_in)
+        });
+        let server_dirs: Vec<String> = host
+            .servers
+            .iter()
+            .map(|server| match server.dir.strip_prefix(&dir) {
+                Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+                Ok(rel) => rel.display().to_string(),
+                Err(_) => server.dir.display().to_string(),
+            })
+            .collect();
+        let stopped = std::mem::take(&mut host.servers)
+            .into_iter()
+            .map(DeviceServer::stop)
+            .collect::<Result<Vec<_>>>()?;
+        if sockets != dir {
+            let _ = std::fs::remove_dir_all(&sockets);
+        }
+        let mut console = console.map_err(|e| {
+            let stderr = std::fs::read_to_string(dir.join("qemu-stderr.log")).unwrap_or_default();
+            match (oracle, crate::guest::oracle::refused(&stderr)) {
+                (true, Some(why)) => anyhow::anyhow!("{why}"),
+                _ => e,
+            }
+        })?;
+        console.host_failures = host.failures;
+        console.injected_ns = host.injected_ns;
+        if oracle {
+            let log = crate::guest::oracle::read(&dir.join(crate::judge::oracle::LOG));
+            console.oracle = Some(log.map(|mut log| {
+                log.host = host.armed;
+                log
+            }));
+        }
+        seal(&dir, s, &console, &stopped, &server_dirs)?;
+        Ok((console, stopped, host.timings))
+    }
+
+    /// The device server a boot starts with, its logs in `dir`, its sockets in `sockets`.
+    fn first_server(
+        &self,
+        s: &Scenario,
+        bin: &Path,
+        dir: &Path,
+        sockets: &Path,
+    ) -> Result<DeviceServer> {
+        let delay = dma_delay_us(self.sweep, self.p.kernel.arch, s);
+        let mut server = DeviceServer::start(bin, dir, sockets, delay)?;
+        // The sweep's servers may die at a write (`die`); PCI_RIG_POSTED_WRITES=on keeps
+        // QEMU's posted writes there, to reproduce its abort (docs/sweep.md).
+        let posted = std::env::var("PCI_RIG_POSTED_WRITES").is_ok_and(|v| v == "on");
+        server.unposted_writes = matches!(s.check, Check::Sweep(_)) && !posted;
+        Ok(server)
+    }
+
+    /// Gives the guest what `s` boots with besides the kernel: its device tree, our device
+    /// (`server`), the MMIO oracle's plugin. Returns whether the oracle watches.
+    fn attach(
+        &self,
+        s: &Scenario,
+        dir: &Path,
+        g: &mut Guest<'_>,
+        server: Option<&DeviceServer>,
+    ) -> Result<bool> {
         let mut node_window = None;
         if let scenario::Machine::DeviceTree(edit) = s.machine {
-            let dt = crate::guest::dt::prepare(&self.tc.qemu, g.arch, &dir, edit)?;
+            let dt = crate::guest::dt::prepare(&self.tc.qemu, g.arch, dir, edit)?;
             g.extra_args
                 .extend(["-dtb".into(), dt.dtb.display().to_string()]);
             node_window = dt.window;
         }
-        if let Some(server) = servers.first() {
+        if let Some(server) = server {
             g.extra_args
                 .extend(["-device".into(), server.qemu_device()]);
         }
@@ -207,170 +263,20 @@ impl Rig<'_> {
         } else {
             node_window.map(|w| vec![w])
         };
-        let oracle = self.oracle.zip(windows);
-        let oracle_log = dir.join(crate::judge::oracle::LOG);
-        if let Some((so, windows)) = &oracle {
-            // Armed late: the guest asks once it has booted (images/init).
-            let arm = dir.join(crate::guest::oracle::ARM);
-            let _ = std::fs::remove_file(&arm);
-            g.extra_args.extend([
-                "-plugin".into(),
-                crate::guest::oracle::plugin_arg(so, windows, &oracle_log, &arm),
-            ]);
-            g.cmdline.push(' ');
-            g.cmdline.push_str(crate::guest::oracle::CMDLINE);
-        }
-        let mut actions = std::fs::File::create(dir.join("host-actions.log"))?;
-        let mut failures = Vec::new();
-        let mut unplugs = 0;
-        let mut unplugged_at: Option<Instant> = None;
-        let mut timings = Timings::new();
-        let mut line_no = 0;
-        let mut armed: Option<crate::judge::oracle::HostArmed> = None;
-        let mut injected_ns = Vec::new();
-        // A fault armed for the host to carry out when it strikes (`aer`, `unplug`).
-        let mut watching: Option<FaultKind> = None;
-        let console = g.run(s.timeout, |line, qmp, console_in| {
-            let text = console::strip_timestamp(line);
-            line_no += 1;
-            if let Some(kind) = watching {
-                // The driver prints a line per access: the strike is seen within one line.
-                if let Some(at) = struck(servers.last()) {
-                    watching = None;
-                    if kind == FaultKind::Unplug {
-                        unplugged_at = Some(Instant::now());
-                    }
-                    let result = match kind {
-                        FaultKind::Unplug => host_action(
-                            HostAction::Unplug,
-                            qmp,
-                            bin,
-                            &dir,
-                            &mut servers,
-                            &mut unplugs,
-                        ),
-                        FaultKind::Aer => {
-                            host_action(AER_AT_STRIKE, qmp, bin, &dir, &mut servers, &mut unplugs)
-                                .inspect(|_| {
-                                    injected_ns.push(qemu_device::transport::monotonic_ns())
-                                })
-                        }
-                        _ => Err(anyhow::anyhow!("the host carries out no {kind} fault")),
-                    }
-                    .unwrap_or_else(|e| {
-                        failures.push(format!("the {kind} fault that struck #{at}: {e:#}"));
-                        format!("error: {e:#}")
-                    });
-                    writeln!(actions, "{kind} fault struck access #{at} -> {result}")?;
-                }
-            }
-            match GuestRequest::parse(text) {
-                None => {}
-                Some(Err(e)) => {
-                    failures.push(format!("`{text}`: {e}"));
-                    writeln!(actions, "{text} -> error: {e}")?;
-                }
-                Some(Ok(GuestRequest::Device {
-                    json,
-                    must_refuse,
-                    answer,
-                })) => {
-                    let (logged, failure) = device_request(servers.last(), json, must_refuse);
-                    if let Ok(Request::ArmFault { kind, .. }) = serde_json::from_str(json) {
-                        let host_acts = matches!(kind, FaultKind::Aer | FaultKind::Unplug);
-                        watching = (failure.is_none() && host_acts).then_some(kind);
-                    }
-                    if answer {
-                        let done = failure.is_none();
-                        let says = if done { DEVICE_DONE } else { DEVICE_FAILED };
-                        writeln!(console_in, "{says}")?;
-                        console_in.flush()?;
-                    }
-                    failures.extend(failure);
-                    writeln!(actions, "{json} -> {logged}")?;
-                }
-                Some(Ok(GuestRequest::Host(HostAction::ArmOracle))) => {
-                    // Arm the MMIO oracle, and answer the guest (which waits
-                    // for it on its console) once it is armed.
-                    let t = Instant::now();
-                    let result = arm_oracle(oracle.is_some(), &dir, servers.last(), console_in)
-                        .map(|device_next_seq| {
-                            armed = Some(crate::judge::oracle::HostArmed {
-                                line: line_no - 1,
-                                device_next_seq,
-                            });
-                            format!(
-                                "armed after {:.0} ms; the device's next access is #{}",
-                                t.elapsed().as_secs_f64() * 1000.0,
-                                device_next_seq.map_or("-".to_string(), |n| n.to_string())
-                            )
-                        })
-                        .unwrap_or_else(|e| {
-                            failures.push(format!("{text}: {e:#}"));
-                            format!("error: {e:#}")
-                        });
-                    writeln!(actions, "{text} -> {result}")?;
-                }
-                Some(Ok(GuestRequest::Host(action))) => {
-                    if action == HostAction::Unplug {
-                        unplugged_at = Some(Instant::now());
-                    }
-                    let result = host_action(action, qmp, bin, &dir, &mut servers, &mut unplugs)
-                        .inspect(|_| {
-                            if matches!(action, HostAction::Aer { .. }) {
-                                injected_ns.push(qemu_device::transport::monotonic_ns());
-                            }
-                        })
-                        .unwrap_or_else(|e| {
-                            failures.push(format!("{text}: {e:#}"));
-                            format!("error: {e:#}")
-                        });
-                    writeln!(actions, "{text} -> {result}")?;
-                }
-            }
-            if driver::is_event(line, "remove_begin") {
-                if let Some(at) = unplugged_at.take() {
-                    let ms = at.elapsed().as_secs_f64() * 1000.0;
-                    timings.entry("device_del_to_remove_ms").or_insert(ms);
-                    writeln!(actions, "guest remove() began {ms:.1} ms after device_del")?;
-                }
-            }
-            Ok(())
-        });
-        let server_dirs: Vec<String> = servers
-            .iter()
-            .map(|s| {
-                let rel = s.dir.strip_prefix(&dir).unwrap_or(&s.dir);
-                match rel.to_str() {
-                    Some("") => ".".to_string(),
-                    _ => rel.display().to_string(),
-                }
-            })
-            .collect();
-        let stopped = servers
-            .into_iter()
-            .map(DeviceServer::stop)
-            .collect::<Result<Vec<_>>>()?;
-        if sockets != dir {
-            let _ = std::fs::remove_dir_all(&sockets);
-        }
-        let mut console = console.map_err(|e| {
-            let stderr = std::fs::read_to_string(dir.join("qemu-stderr.log")).unwrap_or_default();
-            match (&oracle, crate::guest::oracle::refused(&stderr)) {
-                (Some(_), Some(why)) => anyhow::anyhow!("{why}"),
-                _ => e,
-            }
-        })?;
-        console.host_failures = failures;
-        console.injected_ns = injected_ns;
-        if oracle.is_some() {
-            console.oracle = Some(crate::guest::oracle::read(&oracle_log).map(|mut log| {
-                log.host = armed;
-                log
-            }));
-        }
-        seal(&dir, s, &console, &stopped, &server_dirs)?;
-        Ok((console, stopped, timings))
+        let Some((so, windows)) = self.oracle.zip(windows) else {
+            return Ok(false);
+        };
+        // Armed late: the guest asks once it has booted (images/init).
+        let arm = dir.join(crate::guest::oracle::ARM);
+        let _ = std::fs::remove_file(&arm);
+        let log = dir.join(crate::judge::oracle::LOG);
+        g.extra_args.extend([
+            "-plugin".into(),
+            crate::guest::oracle::plugin_arg(so, &windows, &log, &arm),
+        ]);
+        g.cmdline.push(' ');
+        g.cmdline.push_str(crate::guest::oracle::CMDLINE);
+        Ok(true)
     }
 
     /// Runs one scenario and judges it; a pass also gives what was timed.

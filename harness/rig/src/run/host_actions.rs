@@ -1,20 +1,224 @@
-//! What the host does for a running guest when it asks (`pcirig: host …`, `pcirig: device …`):
-//! device requests, hot-unplug and replug, AER injection, arming the MMIO oracle.
+//! What the host does for a running guest when it asks (`pcirig: host …`, `pcirig: device …`)
+//! or when a fault it armed strikes: device requests, hot-unplug and replug, AER injection,
+//! arming the MMIO oracle; each logged in `host-actions.log`, each failure kept for the judge.
 
+use crate::guest::console;
 use crate::guest::device::{self, DeviceServer};
 use crate::guest::qemu;
 use crate::guest::qmp::Qmp;
-use crate::guest::HostAction;
+use crate::guest::requests::{DEVICE_DONE, DEVICE_FAILED};
+use crate::guest::{GuestRequest, HostAction};
+use crate::judge::driver;
+use crate::judge::oracle::HostArmed;
 use anyhow::{bail, Context, Result};
 use qemu_device::control::Request;
+use qemu_device::model::FaultKind;
 use std::io::Write;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+use vocab::verdict::Timings;
+
+/// The host's side of a running boot: the device servers attached so far (the first at boot,
+/// one more per replug), and what the judge will want to know of what the host did.
+pub(super) struct HostSide<'a> {
+    dir: &'a Path,
+    bin: Option<&'a Path>,
+    pub(super) servers: Vec<DeviceServer>,
+    /// Whether the MMIO oracle's plugin is loaded (the guest may ask to arm it).
+    oracle: bool,
+    actions: std::fs::File,
+    /// What the host failed to do for the guest, each with its reason.
+    pub(super) failures: Vec<String>,
+    /// When each AER error was injected (the host's CLOCK_MONOTONIC, the device log's clock).
+    pub(super) injected_ns: Vec<u64>,
+    /// What the host knew when it armed the oracle.
+    pub(super) armed: Option<HostArmed>,
+    pub(super) timings: Timings,
+    unplugs: usize,
+    unplugged_at: Option<Instant>,
+    line_no: usize,
+    /// A fault armed for the host to carry out when it strikes (`aer`, `unplug`).
+    watching: Option<FaultKind>,
+}
+
+impl<'a> HostSide<'a> {
+    pub(super) fn new(
+        dir: &'a Path,
+        bin: Option<&'a Path>,
+        servers: Vec<DeviceServer>,
+        oracle: bool,
+    ) -> Result<Self> {
+        Ok(HostSide {
+            dir,
+            bin,
+            servers,
+            oracle,
+            actions: std::fs::File::create(dir.join("host-actions.log"))?,
+            failures: Vec::new(),
+            injected_ns: Vec::new(),
+            armed: None,
+            timings: Timings::new(),
+            unplugs: 0,
+            unplugged_at: None,
+            line_no: 0,
+            watching: None,
+        })
+    }
+
+    /// One console line of the running guest: a fault that struck, a request, the driver's
+    /// `remove_begin` after an unplug.
+    pub(super) fn on_line(
+        &mut self,
+        line: &str,
+        qmp: &mut Qmp,
+        console_in: &mut dyn Write,
+    ) -> Result<()> {
+        let text = console::strip_timestamp(line);
+        self.line_no += 1;
+        if let Some(kind) = self.watching {
+            // The driver prints a line per access: the strike is seen within one line.
+            if let Some(at) = struck(self.servers.last()) {
+                self.watching = None;
+                self.on_strike(kind, at, qmp)?;
+            }
+        }
+        match GuestRequest::parse(text) {
+            None => {}
+            Some(Err(e)) => {
+                self.failures.push(format!("`{text}`: {e}"));
+                writeln!(self.actions, "{text} -> error: {e}")?;
+            }
+            Some(Ok(GuestRequest::Device {
+                json,
+                must_refuse,
+                answer,
+            })) => self.on_device_request(json, must_refuse, answer, console_in)?,
+            Some(Ok(GuestRequest::Host(HostAction::ArmOracle))) => {
+                self.on_arm_oracle(text, console_in)?
+            }
+            Some(Ok(GuestRequest::Host(action))) => self.on_host_action(text, action, qmp)?,
+        }
+        if driver::is_event(line, "remove_begin") {
+            if let Some(at) = self.unplugged_at.take() {
+                let ms = at.elapsed().as_secs_f64() * 1000.0;
+                self.timings.entry("device_del_to_remove_ms").or_insert(ms);
+                writeln!(
+                    self.actions,
+                    "guest remove() began {ms:.1} ms after device_del"
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A fault the host watched for struck at the device's access `at`: carry it out.
+    fn on_strike(&mut self, kind: FaultKind, at: u64, qmp: &mut Qmp) -> Result<()> {
+        let action = match kind {
+            FaultKind::Unplug => {
+                self.unplugged_at = Some(Instant::now());
+                Ok(HostAction::Unplug)
+            }
+            FaultKind::Aer => Ok(AER_AT_STRIKE),
+            _ => Err(anyhow::anyhow!("the host carries out no {kind} fault")),
+        };
+        let result = action
+            .and_then(|action| self.act(action, qmp))
+            .unwrap_or_else(|e| {
+                self.failures
+                    .push(format!("the {kind} fault that struck #{at}: {e:#}"));
+                format!("error: {e:#}")
+            });
+        writeln!(self.actions, "{kind} fault struck access #{at} -> {result}")?;
+        Ok(())
+    }
+
+    /// `pcirig: device {json}`: to the device server attached now; answered on the console
+    /// when the guest waits for it; a fault the host carries out is watched for.
+    fn on_device_request(
+        &mut self,
+        json: &str,
+        must_refuse: bool,
+        answer: bool,
+        console_in: &mut dyn Write,
+    ) -> Result<()> {
+        let (logged, failure) = device_request(self.servers.last(), json, must_refuse);
+        if let Ok(Request::ArmFault { kind, .. }) = serde_json::from_str(json) {
+            let host_acts = matches!(kind, FaultKind::Aer | FaultKind::Unplug);
+            self.watching = (failure.is_none() && host_acts).then_some(kind);
+        }
+        if answer {
+            let says = if failure.is_none() {
+                DEVICE_DONE
+            } else {
+                DEVICE_FAILED
+            };
+            writeln!(console_in, "{says}")?;
+            console_in.flush()?;
+        }
+        self.failures.extend(failure);
+        writeln!(self.actions, "{json} -> {logged}")?;
+        Ok(())
+    }
+
+    /// `pcirig: host arm-oracle`: arm the MMIO oracle, and answer the guest (which waits for
+    /// it on its console) once it is armed.
+    fn on_arm_oracle(&mut self, text: &str, console_in: &mut dyn Write) -> Result<()> {
+        let t = Instant::now();
+        let result = arm_oracle(self.oracle, self.dir, self.servers.last(), console_in)
+            .map(|device_next_seq| {
+                self.armed = Some(HostArmed {
+                    line: self.line_no - 1,
+                    device_next_seq,
+                });
+                format!(
+                    "armed after {:.0} ms; the device's next access is #{}",
+                    t.elapsed().as_secs_f64() * 1000.0,
+                    device_next_seq.map_or("-".to_string(), |n| n.to_string())
+                )
+            })
+            .unwrap_or_else(|e| {
+                self.failures.push(format!("{text}: {e:#}"));
+                format!("error: {e:#}")
+            });
+        writeln!(self.actions, "{text} -> {result}")?;
+        Ok(())
+    }
+
+    /// `pcirig: host unplug|replug|aer …`.
+    fn on_host_action(&mut self, text: &str, action: HostAction, qmp: &mut Qmp) -> Result<()> {
+        if action == HostAction::Unplug {
+            self.unplugged_at = Some(Instant::now());
+        }
+        let result = self.act(action, qmp).unwrap_or_else(|e| {
+            self.failures.push(format!("{text}: {e:#}"));
+            format!("error: {e:#}")
+        });
+        writeln!(self.actions, "{text} -> {result}")?;
+        Ok(())
+    }
+
+    /// Carries out `action`; an AER error's injection time is kept.
+    fn act(&mut self, action: HostAction, qmp: &mut Qmp) -> Result<String> {
+        let done = host_action(
+            action,
+            qmp,
+            self.bin,
+            self.dir,
+            &mut self.servers,
+            &mut self.unplugs,
+        )?;
+        if matches!(action, HostAction::Aer { .. }) {
+            self.injected_ns
+                .push(qemu_device::transport::monotonic_ns());
+        }
+        Ok(done)
+    }
+}
 
 /// Sends a guest's control request (`json`) to the device server attached
 /// now; `must_refuse`: the device must answer it with an error. Returns
 /// what to log and, if the host failed the guest, why.
-pub(super) fn device_request(
+fn device_request(
     server: Option<&DeviceServer>,
     json: &str,
     must_refuse: bool,
@@ -43,13 +247,13 @@ pub(super) fn device_request(
 /// What the host injects when an `aer` fault strikes: an uncorrectable non-fatal error at the
 /// root port our device sits behind (QEMU refuses it at our device, which has no PCI Express
 /// capability), as the `aer` scenario's second injection.
-pub(super) const AER_AT_STRIKE: HostAction = HostAction::Aer {
+const AER_AT_STRIKE: HostAction = HostAction::Aer {
     id: "rp0",
     error: "POISON_TLP",
 };
 
 /// The struck access's number, once the device's armed fault has struck.
-pub(super) fn struck(server: Option<&DeviceServer>) -> Option<u64> {
+fn struck(server: Option<&DeviceServer>) -> Option<u64> {
     let reply = server?.request(&Request::Fault {}).ok()?;
     reply["fault"]["struck"]["seq"].as_u64()
 }
@@ -57,11 +261,11 @@ pub(super) fn struck(server: Option<&DeviceServer>) -> Option<u64> {
 /// Arms the MMIO oracle (`oracle::arm`) and tells the guest on its
 /// console; returns the attached device's next access number at that
 /// moment, so the judge can tell an access from before arming.
-pub(super) fn arm_oracle(
+fn arm_oracle(
     loaded: bool,
     dir: &Path,
     device: Option<&DeviceServer>,
-    console_in: &mut impl Write,
+    console_in: &mut dyn Write,
 ) -> Result<Option<u64>> {
     if !loaded {
         bail!("the MMIO oracle is not loaded in this boot");
@@ -91,7 +295,7 @@ pub(super) fn arm_oracle(
 }
 
 /// Carries out one host action the guest asked for. Returns what to log.
-pub(super) fn host_action(
+fn host_action(
     action: HostAction,
     qmp: &mut Qmp,
     bin: Option<&Path>,
