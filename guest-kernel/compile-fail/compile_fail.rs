@@ -22,6 +22,9 @@
 //! - `revoke_in_guard`: `Revocable::revoke` called while a guard of the same revocable is held
 //!   (the grace period would wait for this thread's own read-side section, or on a kernel whose
 //!   sections do not count, end and leave the guard dangling): `revoke` is `unsafe`, E0133;
+//! - `spawn_in_module`: a closure of this module spawned on a system workqueue, which nothing
+//!   cancels or waits for, so it could run after the module was unloaded: `try_spawn` is
+//!   `unsafe` (its caller vouches that the code stays loaded), E0133;
 //! - `warns`: an unused variable: a warning fails the build, and fails every rebuild of the
 //!   same source (make would find the objects up to date and print nothing).
 
@@ -64,6 +67,8 @@ impl Kept {
             r.revoke();
             dev_info!(self.pdev, "still {}\n", *guard);
         }
+        #[cfg(spawn_in_module)]
+        kernel::workqueue::system().try_spawn(GFP_KERNEL, || pr_info!("after unload?\n"))?;
         #[cfg(warns)]
         let unused = 0;
         dev_info!(self.pdev, "kept {}\n", self.bar.try_access().is_some());

@@ -474,7 +474,7 @@ type ReleaseFn = unsafe extern "C" fn(*mut bindings::device, *mut c_void);
 ///         GFP_KERNEL,
 ///     )?;
 ///     let w = sh.clone();
-///     workqueue::system().try_spawn(GFP_KERNEL, move || {
+///     let work = move || {
 ///         w.wait_until(|s| s.go);
 ///         if !worker_first {
 ///             w.wait_until(|s| s.in_drop);
@@ -484,7 +484,9 @@ type ReleaseFn = unsafe extern "C" fn(*mut bindings::device, *mut c_void);
 ///             KBox::<Devres<Slow>>::from_foreign(STASH.swap(core::ptr::null_mut(), Ordering::SeqCst))
 ///         });
 ///         w.update(|s| s.drops_seen_by_worker = Some(DROPS.load(Ordering::SeqCst)));
-///     })?;
+///     };
+///     // SAFETY: A doctest is built in: its code stays loaded until the work has run.
+///     unsafe { workqueue::system().try_spawn(GFP_KERNEL, work) }?;
 ///     drop(reg); // unbinds, racing the work item's drop
 ///     // The unbind returned after the value was dropped (the round shows in a failure).
 ///     assert_eq!((round, DROPS.load(Ordering::SeqCst)), (round, 1));
@@ -554,10 +556,12 @@ type ReleaseFn = unsafe extern "C" fn(*mut bindings::device, *mut c_void);
 ///     Registration::<pci::Adapter<Holder>>::new(c_str!("rust_doctest_devres_cycle"), &MODULE),
 ///     GFP_KERNEL,
 /// )?;
-/// workqueue::system().try_spawn(GFP_KERNEL, move || {
+/// let work = move || {
 ///     drop(reg); // unbinds: the release drops `Cycle`, which drops its own `Devres`
 ///     UNBOUND.store(true, Ordering::SeqCst);
-/// })?;
+/// };
+/// // SAFETY: A doctest is built in: its code stays loaded until the work has run.
+/// unsafe { workqueue::system().try_spawn(GFP_KERNEL, work) }?;
 /// for _ in 0..2000 {
 ///     if UNBOUND.load(Ordering::SeqCst) {
 ///         break;

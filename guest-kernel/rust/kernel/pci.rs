@@ -250,7 +250,7 @@
 //!     )?;
 //!     let (s, k) = (shared.clone(), kept.clone());
 //!     let other = (workqueue::current_cpu() + 1) % 2;
-//!     workqueue::system().try_spawn_on(other, GFP_KERNEL, move || {
+//!     let work = move || {
 //!         if let Some(guard) = k.try_access() {
 //!             s.seen.lock().held = true;
 //!             s.cv.notify_all();
@@ -263,7 +263,9 @@
 //!         }
 //!         s.seen.lock().done = true;
 //!         s.cv.notify_all();
-//!     })?;
+//!     };
+//!     // SAFETY: A doctest is built in: its code stays loaded until the work has run.
+//!     unsafe { workqueue::system().try_spawn_on(other, GFP_KERNEL, work) }?;
 //!     let mut seen = shared.seen.lock();
 //!     while !seen.held && !seen.done {
 //!         shared.cv.wait(&mut seen);

@@ -162,6 +162,13 @@ pub const MISTAKES: &[Mistake] = &[
         only: &[],
     },
     Mistake {
+        name: "a closure of the module spawned with nothing to cancel it",
+        var: "SPAWN_IN_MODULE=y",
+        needles: &["E0133", "try_spawn"],
+        builds: 1,
+        only: &[],
+    },
+    Mistake {
         name: "a warning, built twice",
         var: "WARNS=y",
         needles: &["warning: unused variable"],
