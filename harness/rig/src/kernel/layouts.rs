@@ -106,7 +106,7 @@ pub fn check(build: &Path, env: &[(String, String)]) -> Result<(usize, bool)> {
 /// (commands and header lists), the generated files, and every header those records list, by
 /// content. An unchanged digest means the same assertions over the same bindings.
 fn digest(build: &Path) -> Result<String> {
-    let mut h = super::Fnv::default();
+    let mut h = super::digest::Fnv::default();
     for c in CRATES {
         let mut records: Vec<&str> = c.regenerate.to_vec();
         records.push(c.object);

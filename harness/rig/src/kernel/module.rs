@@ -6,7 +6,9 @@
 //! sources' contents changed since a clean build, Kbuild's recorded commands
 //! run instead of make (see [`replay`]).
 
-use super::{build_errors, make, replay, run_make, walk, Fnv, Kernel};
+use super::digest::{walk, Fnv};
+use super::make::{make, run_make};
+use super::{build_errors, replay, Kernel};
 use crate::host::provision::Toolchain;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
