@@ -1,5 +1,5 @@
-//! Reports Linux 6.12 itself makes on paths our scenarios must take, which
-//! no code of ours can avoid. Each is judged apart: allowed only on the
+//! Reports Linux itself makes on paths our scenarios must take, which no
+//! code of ours can avoid. Each is judged apart: allowed only on the
 //! machine that takes that path, only in its exact shape (every needle
 //! within the report's excerpt), and named in the verdict; any other
 //! report still fails the boot.
@@ -14,8 +14,8 @@ pub struct KnownFinding {
     pub needles: &'static [&'static str],
     /// None of them may be.
     pub absent: &'static [&'static str],
-    /// The machine whose removal path makes the report.
-    pub machine: Machine,
+    /// The hotplug slot whose removal path makes the report: our device's or a stock one's.
+    pub slot: Slot,
 }
 
 /// pciehp's unplug path holds its controller's `reset_lock` (pciehp_ist)
@@ -26,10 +26,12 @@ pub struct KnownFinding {
 /// arm64 and riscv64: the other way round, where the acquiring frame is
 /// `pci_lock_rescan_remove` or, inlined, `pciehp_unconfigure_device`), in
 /// pciehp's interrupt thread, and then switches itself off for the
-/// rest of the boot. The ACPI hot-unplug scenarios on x86_64, and unbind,
+/// rest of the boot. Linux 7.3 makes the same report (x86_64's debug
+/// kernel, `mainline-unplug`: upstream's sample on a pci-testdev pciehp
+/// unplugs). The ACPI hot-unplug scenarios on x86_64, and unbind,
 /// rebind and modules everywhere, keep lockdep on over our code.
 pub const KNOWN_FINDINGS: &[KnownFinding] = &[KnownFinding {
-    name: "Linux 6.12's pciehp lockdep report (the cycle of ctrl->reset_lock and pci_rescan_remove_lock in pciehp's interrupt thread)",
+    name: "Linux's pciehp lockdep report (the cycle of ctrl->reset_lock and pci_rescan_remove_lock in pciehp's interrupt thread; 6.12 and 7.3)",
     splat: Splat::Lockdep,
     needles: &[
         "WARNING: possible circular locking dependency detected",
@@ -41,14 +43,18 @@ pub const KNOWN_FINDINGS: &[KnownFinding] = &[KnownFinding {
     ],
     // A longer cycle through these two locks is another report.
     absent: &["-> #2"],
-    machine: Machine::Hotplug(Slot::Pciehp),
+    slot: Slot::Pciehp,
 }];
 
 /// The known finding that `kind`'s report (its `excerpt`) is, in `s`.
 pub fn known(s: &Scenario, kind: Splat, excerpt: &str) -> Option<&'static KnownFinding> {
     KNOWN_FINDINGS.iter().find(|k| {
+        let slot = match s.machine {
+            Machine::Hotplug(slot) | Machine::StockHotplug(slot) => Some(slot),
+            _ => None,
+        };
         k.splat == kind
-            && k.machine == s.machine
+            && slot == Some(k.slot)
             && k.needles.iter().all(|n| excerpt.contains(n))
             && !k.absent.iter().any(|n| excerpt.contains(n))
     })
@@ -58,7 +64,7 @@ pub fn known(s: &Scenario, kind: Splat, excerpt: &str) -> Option<&'static KnownF
 pub(crate) mod tests {
     use super::*;
     use crate::console::{classify, excerpt};
-    use vocab::scenario::{HOTUNPLUG, HOTUNPLUG_ACPI};
+    use vocab::scenario::{HOTUNPLUG, HOTUNPLUG_ACPI, MAINLINE_UNPLUG, UNBIND};
 
     /// The start of the report as x86_64's irq-unbind printed it.
     pub(crate) const PCIEHP_REPORT: &[&str] = &[
@@ -115,8 +121,11 @@ pub(crate) mod tests {
         // A longer cycle through the same two locks is another report.
         let longer = format!("{ex}\n-> #2 (&dev->mutex){{+.+.}}-{{3:3}}:");
         assert!(known(&HOTUNPLUG, kind, &longer).is_none());
+        // Also where pciehp unplugs a stock device (upstream's sample on pci-testdev).
+        assert!(known(&MAINLINE_UNPLUG, kind, &ex).is_some());
         // Not where pciehp does not unplug.
         assert!(known(&HOTUNPLUG_ACPI, kind, &ex).is_none());
+        assert!(known(&UNBIND, kind, &ex).is_none());
         // Another lock pair, or another task, is another report.
         for (from, to) in [
             ("(&ctrl->reset_lock)", "(&dev->mutex)"),
