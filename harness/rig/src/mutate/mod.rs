@@ -728,4 +728,30 @@ mod tests {
         };
         assert!(pick(catalog(root).unwrap(), &only).is_err());
     }
+
+    #[test]
+    fn a_sample_draws_debug_only_mutants_only_under_debug() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .ancestors()
+            .nth(2)
+            .unwrap();
+        let opts = |seed, debug| MutateOptions {
+            arch: Arch::X86_64,
+            only: vec![],
+            sample: Some((60, seed)),
+            jobs: 1,
+            clean_first: false,
+            generate: None,
+            dma_path: Default::default(),
+            debug,
+        };
+        let drawn = |debug| -> Vec<Mutant> {
+            (0..20)
+                .flat_map(|seed| pick(catalog(root).unwrap(), &opts(seed, debug)).unwrap())
+                .collect()
+        };
+        assert!(catalog(root).unwrap().iter().any(|m| m.debug));
+        assert!(!drawn(false).iter().any(|m| m.debug));
+        assert!(drawn(true).iter().any(|m| m.debug));
+    }
 }
