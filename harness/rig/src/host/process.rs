@@ -7,6 +7,27 @@ use std::process::{Command, Stdio};
 /// Runs `cmd` to completion, capturing its output. On failure the error names
 /// the command and shows the last lines it printed.
 pub fn run(cmd: &mut Command) -> Result<String> {
+    let (shown, status, text) = output(cmd)?;
+    if !status.success() {
+        bail!("`{shown}` failed ({status}):\n{}", tail(&text, 30));
+    }
+    Ok(text)
+}
+
+/// Like [`run`], but keeps the whole output in `log` as well, whatever the exit (the error
+/// shows only its last lines).
+pub fn run_logged(cmd: &mut Command, log: &Path) -> Result<String> {
+    let (shown, status, text) = output(cmd)?;
+    std::fs::write(log, format!("$ {shown}\n{text}")).ok();
+    if !status.success() {
+        bail!("`{shown}` failed ({status}):\n{}", tail(&text, 30));
+    }
+    Ok(text)
+}
+
+/// Runs `cmd` with no input; the command as shown, how it ended, and all it printed
+/// (standard output, then standard error).
+fn output(cmd: &mut Command) -> Result<(String, std::process::ExitStatus, String)> {
     let shown = show(cmd);
     let out = cmd
         .stdin(Stdio::null())
@@ -14,22 +35,7 @@ pub fn run(cmd: &mut Command) -> Result<String> {
         .with_context(|| format!("could not start `{shown}`"))?;
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
-    if !out.status.success() {
-        bail!("`{shown}` failed ({}):\n{}", out.status, tail(&text, 30));
-    }
-    Ok(text)
-}
-
-/// Like [`run`], but keeps the whole output in `log` as well.
-pub fn run_logged(cmd: &mut Command, log: &Path) -> Result<String> {
-    let shown = show(cmd);
-    let result = run(cmd);
-    let text = match &result {
-        Ok(t) => t.clone(),
-        Err(e) => format!("{e:#}"),
-    };
-    std::fs::write(log, format!("$ {shown}\n{text}")).ok();
-    result
+    Ok((shown, out.status, text))
 }
 
 /// The command as a shell line that can be pasted to run it again.
@@ -68,6 +74,22 @@ pub fn tail(text: &str, n: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_failed_command_leaves_all_it_printed_in_its_log() {
+        let log = std::env::temp_dir().join(format!("pci-rig-run-logged-{}", std::process::id()));
+        let mut c = std::process::Command::new("sh");
+        c.args([
+            "-c",
+            "echo 'test result: FAILED'; for i in $(seq 1 60); do echo compiling $i >&2; done; exit 1",
+        ]);
+        let e = super::run_logged(&mut c, &log).unwrap_err();
+        let text = std::fs::read_to_string(&log).unwrap();
+        std::fs::remove_file(&log).unwrap();
+        // The error keeps the last lines; the log keeps the line that says how the tests ended.
+        assert!(!format!("{e:#}").contains("test result"), "{e:#}");
+        assert!(text.contains("test result: FAILED") && text.contains("compiling 60"));
+    }
+
     #[test]
     fn shows_commands_as_pasteable_shell() {
         let mut c = std::process::Command::new("qemu");

@@ -87,7 +87,8 @@ pub fn build(paths: &Paths, ws: &Path) -> Result<Built> {
     }
     let tests = ws.join("unit-tests.log");
     if let Err(e) = run_logged(&mut cmd(&["test", "-p", "qemu-device", "--lib"]), &tests) {
-        let text = format!("{e:#}");
+        // The whole output: on a cold target its compile lines alone outrun the error's tail.
+        let text = std::fs::read_to_string(&tests).unwrap_or_else(|_| format!("{e:#}"));
         // Tests that ran say how they ended; tests that did not build say nothing of it.
         if !text.contains("test result:") {
             return Ok(Built::Unviable(format!(
