@@ -80,7 +80,7 @@ mod tests {
         let mut c = std::process::Command::new("sh");
         c.args([
             "-c",
-            "echo 'test result: FAILED'; for i in $(seq 1 60); do echo compiling $i >&2; done; exit 1",
+            "printf 'test %s: FAILED\\n' result; for i in $(seq 1 60); do echo compiling $i >&2; done; exit 1",
         ]);
         let e = super::run_logged(&mut c, &log).unwrap_err();
         let text = std::fs::read_to_string(&log).unwrap();
