@@ -484,145 +484,16 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
     let dir = paths.results().join("bench").join(&run_id);
     std::fs::create_dir_all(&dir)?;
     eprintln!("bench: results in {}", dir.display());
-    let mut ok = true;
 
     // Guest figures first: the boots also warm the cache for what follows.
-    let outcomes = run::scenarios(
-        paths,
-        &TestOptions {
-            arches: opts.arches.clone(),
-            mainline_arches: Vec::new(),
-            scenarios: vec![
-                &scenario::BOOT,
-                &scenario::BENCH_FULL,
-                &scenario::BENCH_INTX,
-            ],
-            flavor: Flavor::default(),
-            unit_tests: false,
-            repeat: opts.guest_runs,
-            // One arch at a time: figures from a machine running nothing else.
-            jobs: 1,
-            sweep: rig::sweep::Plan::All,
-            modules: None,
-            device: None,
-            dma_path: Default::default(),
-        },
-        &dir,
-    )?;
-    let mut boot = Vec::new();
-    let mut guest = Vec::new();
-    for arch in &opts.arches {
-        let arch = arch.to_string();
-        let ours = |name: &'static str| {
-            let arch = arch.clone();
-            outcomes
-                .iter()
-                .filter(move |o| o.arch == arch && o.scenario == name)
-        };
-        let runs_s: Vec<f64> = ours("boot")
-            .filter(|o| o.verdict == Verdict::Pass)
-            .map(|o| o.duration_s)
-            .collect();
-        // The figures of each passing boot of `name` (the judge's
-        // findings); the others are said and left out.
-        let figures = |name: &'static str| -> Vec<GuestFigures> {
-            ours(name)
-                .filter_map(|o| match (&o.findings.figures, o.verdict) {
-                    (Some(g), Verdict::Pass) => Some(g.clone()),
-                    _ => {
-                        eprintln!(
-                            "bench: {arch} {name} boot failed: {}",
-                            o.reason.lines().next().unwrap_or("")
-                        );
-                        None
-                    }
-                })
-                .collect()
-        };
-        let boots = figures("bench");
-        let intx_boots = figures("bench-intx");
-        ok &= runs_s.len() == opts.guest_runs && boots.len() == opts.guest_runs;
-        boot.push(BootTimes {
-            arch: arch.clone(),
-            median_s: median(runs_s.clone()).unwrap_or(0.0),
-            runs_s,
-        });
-        let mut row = guest_row(&arch, &boots);
-        row.irq = irq_rows(&[&boots[..], &intx_boots[..]].concat());
-        ok &= intx_boots.len() == opts.guest_runs;
-        guest.push(row);
-    }
-
-    // The same figures on the mainline line, from the bench module's port to upstream's API
-    // (docs/kernel-lines.md, "One driver, two API generations"): rows `ARCH 7.x`.
-    let sub = dir.join("mainline");
-    std::fs::create_dir_all(&sub)?;
-    let outcomes = run::scenarios(
-        paths,
-        &TestOptions {
-            arches: Vec::new(),
-            mainline_arches: opts.arches.clone(),
-            scenarios: vec![&scenario::MAINLINE_BENCH],
-            flavor: Flavor::default(),
-            unit_tests: false,
-            repeat: opts.guest_runs,
-            jobs: 1,
-            sweep: rig::sweep::Plan::All,
-            modules: None,
-            device: None,
-            dma_path: Default::default(),
-        },
-        &sub,
-    )?;
-    for arch in &opts.arches {
-        let boots: Vec<GuestFigures> = outcomes
-            .iter()
-            .filter(|o| o.arch == arch.to_string())
-            .filter_map(|o| match (&o.findings.figures, o.verdict) {
-                (Some(g), Verdict::Pass) => Some(g.clone()),
-                _ => {
-                    eprintln!(
-                        "bench: {arch} mainline-bench boot failed: {}",
-                        o.reason.lines().next().unwrap_or("")
-                    );
-                    None
-                }
-            })
-            .collect();
-        ok &= boots.len() == opts.guest_runs;
-        let mut row = guest_row(&format!("{arch} 7.x"), &boots);
-        row.irq = irq_rows(&boots);
-        guest.push(row);
-    }
-
+    let (boot, mut guest, mut ok) = guest_figures(paths, &dir, opts)?;
+    let (mainline, measured) = mainline_figures(paths, &dir, opts)?;
+    guest.extend(mainline);
+    ok &= measured;
     let (oracle_cost, measured) = oracle_cost(paths, &dir, &opts.arches, opts.guest_runs)?;
     ok &= measured;
-
-    let points = sweep_pace_points();
-    let sub = dir.join("sweep");
-    std::fs::create_dir_all(&sub)?;
-    let outcomes = run::scenarios(
-        paths,
-        &TestOptions {
-            arches: opts.arches.clone(),
-            mainline_arches: Vec::new(),
-            scenarios: vec![&scenario::SWEEP],
-            flavor: Flavor::default(),
-            unit_tests: false,
-            repeat: 1,
-            jobs: 1,
-            sweep: rig::sweep::Plan::Points(points.clone()),
-            modules: None,
-            device: None,
-            dma_path: Default::default(),
-        },
-        &sub,
-    )?;
-    let sweep: Vec<SweepPace> = outcomes
-        .iter()
-        .filter_map(|o| sweep_pace(&o.arch, points.len(), o))
-        .collect();
-    ok &= sweep.len() == opts.arches.len() && sweep.iter().all(|p| p.passed);
+    let (sweep, measured) = sweep_figures(paths, &dir, &opts.arches)?;
+    ok &= measured;
 
     let edit_arch = if opts.arches.contains(&Arch::X86_64) {
         Arch::X86_64
@@ -636,33 +507,8 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
     } else {
         None
     };
-
     let warm_matrix = if opts.matrix {
-        let arch_arg = match &opts.arches[..] {
-            [one] => one.to_string(),
-            _ => "all".to_string(),
-        };
-        // Warm: the workspace's test binaries too, not only the kernels.
-        let (_, built) = cargo(
-            paths,
-            &["test", "--workspace", "--no-run"],
-            &dir.join("warmup.log"),
-        )?;
-        if !built {
-            bail!(
-                "cargo test --workspace --no-run failed; see {}",
-                dir.join("warmup.log").display()
-            );
-        }
-        let t = timed(
-            paths,
-            &dir,
-            "warm-matrix",
-            &["test", "--arch", &arch_arg],
-            1,
-            GOAL_MATRIX_S,
-            |_| Ok(()),
-        )?;
+        let t = warm_matrix(paths, &dir, &opts.arches)?;
         ok &= t.all_passed;
         Some(t)
     } else {
@@ -684,6 +530,173 @@ pub fn bench(paths: &Paths, opts: &BenchOptions) -> Result<bool> {
     };
     write(&dir, &report)?;
     Ok(ok)
+}
+
+/// The options of the bench's own boots: one at a time (figures from a machine running
+/// nothing else), no unit tests.
+fn bench_boots(
+    arches: Vec<Arch>,
+    mainline_arches: Vec<Arch>,
+    scenarios: Vec<&'static scenario::Scenario>,
+    repeat: usize,
+    sweep: rig::sweep::Plan,
+) -> TestOptions {
+    TestOptions {
+        arches,
+        mainline_arches,
+        scenarios,
+        flavor: Flavor::default(),
+        unit_tests: false,
+        repeat,
+        jobs: 1,
+        sweep,
+        modules: None,
+        device: None,
+        dma_path: Default::default(),
+    }
+}
+
+/// The figures of each passing boot of `name` on `arch` (the judge's findings); the others
+/// are said and left out.
+fn passing_figures(outcomes: &[run::report::Outcome], arch: &str, name: &str) -> Vec<GuestFigures> {
+    outcomes
+        .iter()
+        .filter(|o| o.arch == arch && o.scenario == name)
+        .filter_map(|o| match (&o.findings.figures, o.verdict) {
+            (Some(g), Verdict::Pass) => Some(g.clone()),
+            _ => {
+                eprintln!(
+                    "bench: {arch} {name} boot failed: {}",
+                    o.reason.lines().next().unwrap_or("")
+                );
+                None
+            }
+        })
+        .collect()
+}
+
+/// `boot`'s walls and the guest figures (`bench`, `bench-intx`) per arch, on the 6.12 line;
+/// whether every run passed.
+fn guest_figures(
+    paths: &Paths,
+    dir: &Path,
+    opts: &BenchOptions,
+) -> Result<(Vec<BootTimes>, Vec<GuestRow>, bool)> {
+    let scenarios = vec![
+        &scenario::BOOT,
+        &scenario::BENCH_FULL,
+        &scenario::BENCH_INTX,
+    ];
+    let boots = bench_boots(
+        opts.arches.clone(),
+        Vec::new(),
+        scenarios,
+        opts.guest_runs,
+        rig::sweep::Plan::All,
+    );
+    let outcomes = run::scenarios(paths, &boots, dir)?;
+    let (mut boot, mut guest, mut ok) = (Vec::new(), Vec::new(), true);
+    for arch in &opts.arches {
+        let arch = arch.to_string();
+        let runs_s: Vec<f64> = outcomes
+            .iter()
+            .filter(|o| o.arch == arch && o.scenario == "boot" && o.verdict == Verdict::Pass)
+            .map(|o| o.duration_s)
+            .collect();
+        let boots = passing_figures(&outcomes, &arch, "bench");
+        let intx_boots = passing_figures(&outcomes, &arch, "bench-intx");
+        ok &= runs_s.len() == opts.guest_runs
+            && boots.len() == opts.guest_runs
+            && intx_boots.len() == opts.guest_runs;
+        boot.push(BootTimes {
+            arch: arch.clone(),
+            median_s: median(runs_s.clone()).unwrap_or(0.0),
+            runs_s,
+        });
+        let mut row = guest_row(&arch, &boots);
+        row.irq = irq_rows(&[&boots[..], &intx_boots[..]].concat());
+        guest.push(row);
+    }
+    Ok((boot, guest, ok))
+}
+
+/// The same figures on the mainline line, from the bench module's port to upstream's API
+/// (docs/kernel-lines.md, "One driver, two API generations"): rows `ARCH 7.x`.
+fn mainline_figures(
+    paths: &Paths,
+    dir: &Path,
+    opts: &BenchOptions,
+) -> Result<(Vec<GuestRow>, bool)> {
+    let sub = dir.join("mainline");
+    std::fs::create_dir_all(&sub)?;
+    let boots = bench_boots(
+        Vec::new(),
+        opts.arches.clone(),
+        vec![&scenario::MAINLINE_BENCH],
+        opts.guest_runs,
+        rig::sweep::Plan::All,
+    );
+    let outcomes = run::scenarios(paths, &boots, &sub)?;
+    let (mut rows, mut ok) = (Vec::new(), true);
+    for arch in &opts.arches {
+        let boots = passing_figures(&outcomes, &arch.to_string(), scenario::MAINLINE_BENCH.name);
+        ok &= boots.len() == opts.guest_runs;
+        let mut row = guest_row(&format!("{arch} 7.x"), &boots);
+        row.irq = irq_rows(&boots);
+        rows.push(row);
+    }
+    Ok((rows, ok))
+}
+
+/// The removal-point sweep's pace per arch (`sweep_pace_points()` in one boot); whether each
+/// boot passed.
+fn sweep_figures(paths: &Paths, dir: &Path, arches: &[Arch]) -> Result<(Vec<SweepPace>, bool)> {
+    let points = sweep_pace_points();
+    let sub = dir.join("sweep");
+    std::fs::create_dir_all(&sub)?;
+    let boots = bench_boots(
+        arches.to_vec(),
+        Vec::new(),
+        vec![&scenario::SWEEP],
+        1,
+        rig::sweep::Plan::Points(points.clone()),
+    );
+    let outcomes = run::scenarios(paths, &boots, &sub)?;
+    let sweep: Vec<SweepPace> = outcomes
+        .iter()
+        .filter_map(|o| sweep_pace(&o.arch, points.len(), o))
+        .collect();
+    let ok = sweep.len() == arches.len() && sweep.iter().all(|p| p.passed);
+    Ok((sweep, ok))
+}
+
+/// The whole `cargo xtask test` on `arches`, warm (the workspace's test binaries too, not
+/// only the kernels), timed once.
+fn warm_matrix(paths: &Paths, dir: &Path, arches: &[Arch]) -> Result<Timed> {
+    let arch_arg = match arches {
+        [one] => one.to_string(),
+        _ => "all".to_string(),
+    };
+    let (_, built) = cargo(
+        paths,
+        &["test", "--workspace", "--no-run"],
+        &dir.join("warmup.log"),
+    )?;
+    if !built {
+        bail!(
+            "cargo test --workspace --no-run failed; see {}",
+            dir.join("warmup.log").display()
+        );
+    }
+    timed(
+        paths,
+        dir,
+        "warm-matrix",
+        &["test", "--arch", &arch_arg],
+        1,
+        GOAL_MATRIX_S,
+        |_| Ok(()),
+    )
 }
 
 #[cfg(test)]
