@@ -545,11 +545,17 @@ impl<'bound> Shared<'bound> {
             step(self.pdev, step_name, false, fmt!("{}", mismatch))?;
         }
         let interrupted = self.wait_interrupt(before, INT_DONE);
-        Ok(Outcome {
+        let o = Outcome {
             status: rd!(self, io, reg::STATUS),
             result: rd!(self, io, reg::RESULT),
             interrupted,
-        })
+        };
+        if !interrupted {
+            // The DMA may still be in flight: stop the device before the caller gives its
+            // memory back (the device is done with it once the reset is taken).
+            wr!(self, io, RESET_KEY, reg::RESET);
+        }
+        Ok(o)
     }
 
     /// Reports what a DMA from the device left in the second half of `mem`, at `iova`

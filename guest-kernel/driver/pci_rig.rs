@@ -345,11 +345,17 @@ fn dma(
         step(pdev, step_name, false, format_args!("{}", mismatch))?;
     }
     let interrupted = sh.wait_interrupt(before, INT_DONE);
-    Ok(Outcome {
+    let o = Outcome {
         status: rd!(sh, pdev, io, reg::STATUS),
         result: rd!(sh, pdev, io, reg::RESULT),
         interrupted,
-    })
+    };
+    if !interrupted {
+        // The DMA may still be in flight: stop the device before the caller gives its memory
+        // back (the device is done with it once the reset is taken).
+        wr!(sh, pdev, io, RESET_KEY, reg::RESET);
+    }
+    Ok(o)
 }
 
 /// Reports what a DMA from the device left at `iova` in `mem` (`# dma received …`); its CRC.

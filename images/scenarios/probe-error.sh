@@ -2,7 +2,9 @@
 # MAGIC); then wrong_version alone (right MAGIC, major 2) must make it fail
 # too. Each failed probe must leave the BAR released; once cleared, the
 # driver binds. Then interrupts are lost (drop_irqs): probe must notice by
-# timeout and refuse the device cleanly too.
+# timeout and refuse the device cleanly too. Last, a DMA slower than the
+# driver waits (dma_delay_us 2 s): probe times out on it and must stop the
+# device before it gives back the DMA memory, which the DMA oracle holds it to.
 check device_present find_dev
 device '{"cmd":"set_knobs","wrong_id":true}'
 check knob_applied wait_reg $MAGIC $WRONG_MAGIC_VALUE
@@ -26,6 +28,11 @@ check region_released_after_lost_irq sh -c '! grep -q pci_rig /proc/iomem'
 # drop_irqs shows in no register: clear it with wrong_id, seen in MAGIC.
 device '{"cmd":"set_knobs","drop_irqs":false,"wrong_id":true}'
 check irq_knob_cleared wait_reg $MAGIC $WRONG_MAGIC_VALUE
-device '{"cmd":"clear_knobs"}'
-check knob_cleared wait_reg $MAGIC $MAGIC_VALUE
+# The slow DMA (confirmed by MAGIC, set back in the same request).
+check dma_knob_set device_sync '{"cmd":"set_knobs","wrong_id":false,"dma_delay_us":2000000}'
+check dma_knob_applied wait_reg $MAGIC $MAGIC_VALUE
+check bind_refused_for_slow_dma bind_refused
+check unbound_after_slow_dma unbound
+check region_released_after_slow_dma sh -c '! grep -q pci_rig /proc/iomem'
+check knobs_cleared device_sync '{"cmd":"clear_knobs"}'
 check bind_after_clear bind_dev pci_rig

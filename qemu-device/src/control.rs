@@ -485,17 +485,12 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(50));
             let mut t = lock(&t);
             let m = &mut t.0;
-            m.write(Region::Bar0, u64::from(DMA_ADDR_LO), &0u32.to_le_bytes(), 1)
+            m.write(Region::Bar0, DMA_ADDR_LO, &0u32.to_le_bytes(), 1)
                 .unwrap();
-            m.write(Region::Bar0, u64::from(OP_LENGTH), &16u32.to_le_bytes(), 2)
+            m.write(Region::Bar0, OP_LENGTH, &16u32.to_le_bytes(), 2)
                 .unwrap();
-            m.write(
-                Region::Bar0,
-                u64::from(CMD),
-                &OP_DMA_FROM_DEVICE.to_le_bytes(),
-                3,
-            )
-            .unwrap();
+            m.write(Region::Bar0, CMD, &OP_DMA_FROM_DEVICE.to_le_bytes(), 3)
+                .unwrap();
         });
         let mut l = String::new();
         BufReader::new(s.try_clone().unwrap())

@@ -66,6 +66,16 @@ pub(crate) fn scenario_rules(
             Err(e) => return Err(Failed::new(Cause::Device, e)),
         }
     }
+    if s.iommu && c.arch.has_viommu() && !dma::behind_iommu(&c.lines) {
+        return Err(Failed::new(
+            Cause::Checks,
+            format!(
+                "{} boots behind the vIOMMU on {}, and the guest put no device into an IOMMU group: its DMA checks would lack the IOMMU's witness",
+                s.name,
+                c.arch.name()
+            ),
+        ));
+    }
     if let Some(want) = s.driver() {
         match judge_driver(want, c, device) {
             Ok((summary, n)) => {

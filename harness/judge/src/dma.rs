@@ -387,15 +387,24 @@ pub fn judge(
                     "{who}: {what}: the IOMMU's permissions refused it, the guest had mapped the memory for the other direction"
                 ));
             }
+            let end = iova + u64::from(len);
+            let inside = open
+                .values()
+                .find(|m| iova >= m.iova && end <= m.iova + m.len);
+            if let (DmaOutcome::Fault, Some(m)) = (outcome, inside) {
+                // All of RAM is mapped for the device but behind an IOMMU, which maps exactly
+                // what the guest has mapped: a range the driver had live at the doorbell that
+                // faults when the device runs was unmapped in between.
+                return Err(format!(
+                    "{who}: {what}: the device found its range unmapped when it ran, though it lay in the driver's {:?} mapping {:#x}+{:#x} at the doorbell: the driver gave the buffer back before the device was done with it",
+                    m.kind, m.iova, m.len
+                ));
+            }
             if outcome != DmaOutcome::Ok {
                 f.refused += 1;
                 continue;
             }
             let moved = crc.ok_or_else(|| format!("{what} moved data but logged no CRC"))?;
-            let end = iova + u64::from(len);
-            let inside = open
-                .values()
-                .find(|m| iova >= m.iova && end <= m.iova + m.len);
             match inside {
                 Some(m) if m.kind.allows(dir) => {}
                 Some(m) => {

@@ -294,6 +294,39 @@ fn a_dma_the_iommus_permissions_refused_fails() {
     assert!(err.contains("the IOMMU's permissions refused it"), "{err}");
 }
 
+#[test]
+fn a_dma_that_faults_inside_a_mapping_live_at_its_doorbell_fails() {
+    let faulted = |iova: u64| {
+        let mut e = events();
+        let DmaEvent::Dma {
+            outcome,
+            crc,
+            iova: at,
+            ..
+        } = &mut e[0]
+        else {
+            panic!("events() starts with a DMA")
+        };
+        (*outcome, *crc, *at) = (DmaOutcome::Fault, None, iova);
+        e
+    };
+    // Behind an IOMMU: the range was unmapped between the doorbell and the DMA.
+    let err = judged(&lines(CLEAN, &[]), &device(0x6, faulted(0x1000), false)).unwrap_err();
+    assert!(
+        err.contains("found its range unmapped when it ran")
+            && err.contains("gave the buffer back before the device was done"),
+        "{err}"
+    );
+    // A fault outside every mapping is the device refusing a wild address: counted. (The
+    // doorbell's announced address is that of the start line, so only the event moves.)
+    let wild = edited(|l| {
+        l.starts_with("# dma start to_device")
+            .then(|| l.replacen("0x1000", "0x80000000", 1))
+    });
+    let f = judged(&wild, &device(0x6, faulted(0x8000_0000), false)).unwrap();
+    assert_eq!(f.refused, 1);
+}
+
 fn map(seq: u64, iova: u64, size: u64) -> DmaEvent {
     DmaEvent::Map {
         seq,

@@ -753,6 +753,10 @@ fn probe_error_needs_every_refusal_then_a_clean_probe() {
         at(2.0, MAGIC_READ),
         at(2.0, "step identify ok x=1"),
         at(2.0, "step scratch FAIL no interrupt within 1 s; status=0x2"),
+        at(2.5, "event probe_begin"),
+        at(2.5, MAGIC_READ),
+        at(2.5, "step identify ok x=1"),
+        at(2.5, "step scratch FAIL no interrupt within 1 s; status=0x1"),
     ]);
     lines.extend(probe().iter().map(|t| at(3.0, t)));
     let log = [
@@ -761,16 +765,20 @@ fn probe_error_needs_every_refusal_then_a_clean_probe() {
         access(3, 4, 0x2_0000, "read"),
         magic_read(4),
         magic_read(5),
+        magic_read(6),
     ];
     let judge_it = |lines: &[String]| judged(&want, &console_of(lines, vec![]), &stopped(&log));
     let ok = judge_it(&lines).unwrap();
-    assert!(ok.contains("3 refused (magic, version, interrupt)"), "{ok}");
+    assert!(
+        ok.contains("4 refused (magic, version, interrupt, interrupt)"),
+        "{ok}"
+    );
     let only_magic = [&lines[..3], &lines[7..]].concat();
     let log = [access(1, 0, 0x0bad_0bad, "read"), magic_read(2)];
     let e = judged(&want, &console_of(&only_magic, vec![]), &stopped(&log)).unwrap_err();
     assert!(
         e.contains(
-            r#"refused the device for ["magic", "interrupt"], expected ["magic", "version", "interrupt"]"#
+            r#"refused the device for ["magic", "interrupt", "interrupt"], expected ["magic", "version", "interrupt", "interrupt"]"#
         ),
         "{e}"
     );

@@ -16,6 +16,10 @@ fn fixtures() -> Vec<PathBuf> {
     dirs
 }
 
+fn fixture(name: &str) -> PathBuf {
+    fixtures().into_iter().find(|d| d.ends_with(name)).unwrap()
+}
+
 fn read(dir: &Path, name: &str) -> String {
     std::fs::read_to_string(dir.join(name))
         .unwrap_or_else(|e| panic!("{}: {e}", dir.join(name).display()))
@@ -72,14 +76,48 @@ fn every_fixture_gets_its_expected_verdict_and_reason() {
 
 #[test]
 fn a_passing_boot_fails_once_the_device_log_loses_an_access() {
-    let dir = fixtures()
-        .into_iter()
-        .find(|d| d.ends_with("unbind-pass"))
-        .unwrap();
+    let dir = fixture("unbind-pass");
     let j = judged(&dir, |t| {
         let mut lines: Vec<&str> = t.lines().collect();
         lines.remove(lines.len() / 2);
         lines.join("\n")
     });
     assert_eq!(j.verdict, vocab::verdict::Verdict::Fail, "{}", j.reason);
+}
+
+#[test]
+fn a_scenario_that_needs_the_iommu_fails_without_it() {
+    let dir = fixture("probe-error-iommu-pass");
+    let console = read(&dir, "console.log");
+    let sealed: judge::Sealed = serde_json::from_str(&read(&dir, "evidence.json")).unwrap();
+    let logs: Vec<(String, String)> = sealed
+        .servers
+        .iter()
+        .map(|s| {
+            let d = dir.join(&s.dir);
+            (
+                read(&d, "device-access.jsonl"),
+                read(&d, "device-dma.jsonl"),
+            )
+        })
+        .collect();
+    let logs: Vec<judge::ServerLogs<'_>> = logs
+        .iter()
+        .map(|(access, dma)| judge::ServerLogs { access, dma })
+        .collect();
+    let oracle = read(&dir, "oracle.jsonl");
+    // The guest as if it had booted without its IOMMU: no device put into a group.
+    let direct: String = console
+        .lines()
+        .filter(|l| !l.contains("Adding to iommu group"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let (c, device) = judge::unseal(&sealed, &direct, &logs, Some(&oracle)).unwrap();
+    let j = judge::judge(vocab::scenario::find("probe-error").unwrap(), &c, &device);
+    assert_eq!(j.verdict, vocab::verdict::Verdict::Fail, "{}", j.reason);
+    assert!(
+        j.reason.contains("no device into an IOMMU group"),
+        "{}",
+        j.reason
+    );
 }

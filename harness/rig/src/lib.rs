@@ -50,4 +50,13 @@ impl Paths {
     pub fn results(&self) -> PathBuf {
         self.root.join("target/pci-rig")
     }
+
+    /// Where `cargo build --release` run in the checkout puts its binaries: under
+    /// `$CARGO_TARGET_DIR` when it is set (the builds inherit it), else `target`.
+    pub fn cargo_release(&self) -> PathBuf {
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .filter(|v| !v.is_empty())
+            .map_or_else(|| self.root.join("target"), |t| self.root.join(t));
+        target.join("release")
+    }
 }

@@ -18,6 +18,13 @@ pub enum Arch {
 impl Arch {
     pub const ALL: [Arch; 3] = [Arch::X86_64, Arch::Arm64, Arch::Riscv64];
 
+    /// Whether the rig can boot it behind a vIOMMU that maps a vfio-user device exactly what
+    /// the guest maps (x86_64's intel-iommu, arm64's virtio-iommu). riscv64 cannot on 6.12:
+    /// its VIRTIO_IOMMU is ARM64 || X86 there, riscv-iommu came later.
+    pub fn has_viommu(self) -> bool {
+        matches!(self, Arch::X86_64 | Arch::Arm64)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Arch::X86_64 => "x86_64",

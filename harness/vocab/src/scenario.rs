@@ -35,6 +35,9 @@ pub struct Scenario {
     pub check: Check,
     /// The kernel line it boots: ours on 6.12, or mainline with upstream's abstractions.
     pub line: Line,
+    /// Booted behind a strict vIOMMU wherever the rig has one ([`Arch::has_viommu`]), whatever
+    /// the run's DMA path: its DMA checks need the IOMMU's witness of every unmap.
+    pub iommu: bool,
 }
 
 /// What the machine holds besides QEMU's defaults.
@@ -183,6 +186,7 @@ impl Scenario {
             stock_devices: &[],
             check: Check::Runner,
             line: Line::Lts,
+            iommu: false,
         }
     }
 
@@ -553,16 +557,22 @@ pub const SWEEP_ACPI: Scenario = Scenario {
     check: Check::Sweep(crate::sweep::SAMPLE_ACPI),
     ..Scenario::runner("sweep-acpi", script!("sweep-acpi"), Duration::from_secs(120))
 };
-pub const PROBE_ERROR: Scenario = driver_scenario(
+/// Behind the IOMMU: the device runs the slow DMA after the driver gave up on it, and only the
+/// IOMMU's unmap orders that DMA against the memory's release when nothing else of the driver's
+/// follows.
+pub const PROBE_ERROR: Scenario = Scenario {
+    iommu: true,
+    ..driver_scenario(
     "probe-error",
-    "wrong identification, then a wrong major version only, then lost interrupts (device knobs): probe refuses each cleanly, BAR released; cleared: the driver binds",
+    "wrong identification, then a wrong major version only, then lost interrupts, then a DMA slower than the driver waits (device knobs): probe refuses each cleanly, BAR released, the slow DMA stopped before its memory is freed (DMA oracle); cleared: the driver binds",
     script!("probe-error"),
     Machine::Device,
     DriverExpect {
-        refused: &["magic", "version", "interrupt"],
+        refused: &["magic", "version", "interrupt", "interrupt"],
         ..DriverExpect::BOUND
     },
-);
+)
+};
 
 /// Bindings that end (sysfs unbind, then pciehp hot-unplug) while the device
 /// raises interrupts by itself.

@@ -63,9 +63,9 @@ pub const MAX_LATENCY_NS: u64 = 100_000_000;
 /// The shortest `irq_every_us` the device accepts: a software interrupt every 100 µs.
 pub const MIN_IRQ_EVERY_US: u64 = 100;
 
-/// The longest `dma_delay_us` the device accepts: one second (a driver waits about that long
-/// for an interrupt).
-pub const MAX_DMA_DELAY_US: u64 = 1_000_000;
+/// The longest `dma_delay_us` the device accepts: five seconds, longer than a driver waits for
+/// an interrupt (about one), so that a DMA can time out and still be in flight afterwards.
+pub const MAX_DMA_DELAY_US: u64 = 5_000_000;
 
 impl Knobs {
     /// Whether the device can take these knobs; the reason when not.

@@ -36,7 +36,7 @@ pub fn build_server(paths: &Paths) -> Result<PathBuf> {
         &paths.results().join("device-build.log"),
     )
     .context("building pci-rig-device")?;
-    Ok(paths.root.join("target/release/pci-rig-device"))
+    Ok(paths.cargo_release().join("pci-rig-device"))
 }
 
 /// A running device server. Dropping it kills the server.

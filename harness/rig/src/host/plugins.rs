@@ -25,7 +25,7 @@ pub fn build(paths: &Paths) -> Result<Plugins> {
         &paths.results().join("plugins-build.log"),
     )
     .context("building the QEMU plugins (mmio-oracle, vcpu-yield)")?;
-    let release = paths.root.join("target/release");
+    let release = paths.cargo_release();
     Ok(Plugins {
         oracle: release.join("libmmio_oracle.so"),
         vcpu_yield: release.join("libvcpu_yield.so"),

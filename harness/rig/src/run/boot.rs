@@ -83,12 +83,21 @@ pub enum DmaPath {
 impl DmaPath {
     /// Why `arch` cannot run this path, if it cannot.
     pub fn unsupported(self, arch: Arch) -> Option<&'static str> {
-        match (self, arch) {
-            (DmaPath::Iommu, Arch::Riscv64) => Some(
+        match self {
+            DmaPath::Iommu if !arch.has_viommu() => Some(
                 "riscv64 has no vIOMMU driver on 6.12 (VIRTIO_IOMMU is ARM64 || X86 there, \
                  riscv-iommu came later): use --bounce there",
             ),
             _ => None,
+        }
+    }
+
+    /// The path `s` boots on `arch`: a scenario that needs the IOMMU's witness gets it where
+    /// the arch has one, unless the run asked for another path than the direct one.
+    fn for_scenario(self, s: &Scenario, arch: Arch) -> DmaPath {
+        match self {
+            DmaPath::Direct if s.iommu && arch.has_viommu() => DmaPath::Iommu,
+            path => path,
         }
     }
 
@@ -116,6 +125,7 @@ impl DmaPath {
 impl Rig<'_> {
     pub(super) fn guest<'a>(&'a self, s: &Scenario, dir: &'a Path) -> Guest<'a> {
         let arch = self.p.kernel.arch;
+        let path = self.dma_path.for_scenario(s, arch);
         let mut g = Guest {
             arch,
             qemu: &self.tc.qemu,
@@ -132,8 +142,7 @@ impl Rig<'_> {
                 _ => format!("pcirig.scenario={} {}", s.script_name(), s.cmdline),
             },
             dir,
-            extra_args: self
-                .dma_path
+            extra_args: path
                 .qemu_args(arch)
                 .iter()
                 .copied()
@@ -142,7 +151,7 @@ impl Rig<'_> {
                 .map(str::to_string)
                 .collect(),
         };
-        g.cmdline.push_str(self.dma_path.cmdline(arch));
+        g.cmdline.push_str(path.cmdline(arch));
         if matches!(s.check, Check::Driver(_) | Check::Sweep(_)) {
             // The DMA core's own record of every mapping, on the console in printk order with
             // the driver's lines (judge/dma_core.rs).
