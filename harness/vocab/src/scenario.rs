@@ -852,7 +852,19 @@ pub const IOMMU: &[&Scenario] = &[&DMA, &DMA_UNBIND, &DMA_SURPRISE, &SWEEP];
 
 /// Scenarios that fail today on a finding in upstream's code or its toolchain (docs/kernel-lines.md, "Two
 /// kernel lines"), run by name only (`--scenario`), so that the default run stays a gate.
-pub const FINDINGS: &[&Scenario] = &[&MAINLINE_ENABLE_LEAK];
+pub const FINDINGS: &[&Scenario] = &[&MAINLINE_ENABLE_LEAK, &MAINLINE_SPAWN_UNLOAD];
+
+/// 7.x's `Queue::try_spawn` is safe and its Rust workqueue has no cancel or flush: a module
+/// can go while a closure it spawned still runs (guest-kernel/findings-mainline).
+pub const MAINLINE_SPAWN_UNLOAD: Scenario = Scenario {
+    about: "Linux 7.x: a module spawns a closure with the safe `Queue::try_spawn` and is unloaded while it sleeps; nothing in the API waits for it, and the guest must survive the closure's end",
+    line: Line::Mainline,
+    ..Scenario::runner(
+        "mainline-spawn-unload",
+        script!("mainline-spawn-unload"),
+        Duration::from_secs(60),
+    )
+};
 
 /// Upstream's `rust_driver_pci` leaves its device enabled, bus mastering on, after unbind: 7.x's
 /// Rust PCI API enables (`enable_device_mem`, `set_master`) with no way back (docs/kernel-lines.md).

@@ -87,11 +87,18 @@ pub fn prepare(
         kernel::Line::Lts => ("driver", "bench"),
         kernel::Line::Mainline => ("driver-mainline", "bench-mainline"),
     };
-    let (driver, platform) = std::thread::scope(|s| {
+    let (driver, platform, findings) = std::thread::scope(|s| {
         let k = &kernel;
         let platform = s.spawn(|| match lts {
             true => platform_modules(tc, k, &guest.join("platform")),
             false => Err("the platform modules are the 6.12 line's".to_string()),
+        });
+        // Upstream's holes shown on its own API (the FINDINGS scenarios, run by name).
+        let findings = (!lts).then(|| {
+            s.spawn(|| {
+                let dir = guest.join("findings-mainline");
+                kernel::module::build_external(tc, k, &dir, "spawn_unload", &[])
+            })
         });
         let driver = with_driver.then(|| {
             // The driver's generated regs.rs names the registers for all of them; its
@@ -114,8 +121,14 @@ pub fn prepare(
             let ko = kernel::module::build_external(tc, k, &dir, "pci_rig", &driver_shared);
             (ko, bench.join())
         });
-        (driver, platform.join())
+        (driver, platform.join(), findings.map(|f| f.join()))
     });
+    if let Some(findings) = findings {
+        match findings.unwrap_or_else(|p| std::panic::resume_unwind(p)) {
+            Ok(ko) => modules.push(ko),
+            Err(e) => eprintln!("build: {arch}: the findings' module did not build:\n{e:#}"),
+        }
+    }
     // A thread's panic goes on here.
     let platform = platform.unwrap_or_else(|p| std::panic::resume_unwind(p));
     // The driver's failure first, then the bench module's, as when the
