@@ -674,6 +674,10 @@ enum Stop {
 struct Worker {
     bar: Arc<Devres<Regs>>,
     accesses: AtomicU64,
+    /// Held across each read; `true` while error recovery has the device (the worker then
+    /// waits, reading nothing: the link may be frozen or the device in reset).
+    #[pin]
+    paused: Mutex<bool>,
     #[pin]
     stopped: Mutex<Option<Stop>>,
     #[pin]
@@ -692,12 +696,18 @@ impl Worker {
             pin_init!(Worker {
                 bar,
                 accesses: AtomicU64::new(0),
+                paused <- new_mutex!(false),
                 stopped <- new_mutex!(None),
                 wake <- new_condvar!(),
                 work <- new_work!("pci_rig::Worker"),
             }),
             GFP_KERNEL,
         )
+    }
+
+    /// Pauses (or resumes) the worker's reads; returns once no read is in flight.
+    fn pause(&self, paused: bool) {
+        *self.paused.lock() = paused;
     }
 
     fn start(self: &Arc<Self>) {
@@ -719,7 +729,10 @@ impl WorkItem for Worker {
 
     fn run(this: Arc<Worker>) {
         let why = loop {
+            let paused = this.paused.lock();
             match this.bar.try_access() {
+                // Paused, it still notices the binding's end.
+                Some(_) if *paused => {}
                 Some(io) => {
                     let magic = io.readl(reg::MAGIC);
                     this.accesses.fetch_add(1, Ordering::Relaxed);
@@ -729,6 +742,7 @@ impl WorkItem for Worker {
                 }
                 None => break Stop::Refused,
             }
+            drop(paused);
             let mut guard = this.stopped.lock();
             let _ = this
                 .wake
@@ -788,6 +802,62 @@ impl Drop for KeptHandle {
 /// Per-device data.
 struct PciRig {
     sh: Arc<Shared>,
+    worker: Arc<Worker>,
+    /// Uncorrectable errors reported in this binding; at `MAX_ERRORS` the driver gives up.
+    errors: AtomicU64,
+}
+
+/// Uncorrectable errors a binding recovers from; at the next one the driver lets go.
+const MAX_ERRORS: u64 = 3;
+
+impl PciRig {
+    /// After a reset (every register at its power-on value): interrupts on again, then one
+    /// operation and one DMA from the binding's coherent buffer, each answered by its interrupt.
+    /// Reports `event aer_reinit ok|FAIL …`; whether the device works.
+    fn reinit(&self, pdev: &pci::Device<pci::Core>) -> bool {
+        let sh = &self.sh;
+        let Ok(io) = sh.bar.access(pdev.as_ref()) else {
+            return false;
+        };
+        wr!(
+            sh,
+            pdev,
+            io,
+            INT_DONE | INT_ERROR | INT_SOFT,
+            reg::INT_ENABLE
+        );
+        let len = 64;
+        let want = crc32_of_repeated(0x3c, len);
+        let o = operate(sh, pdev, io, OP_FILL, 0, len as u32, 0x3c);
+        let fill = o.interrupted && o.status == STATUS_DONE && o.result == want;
+        // The buffer held (under its lock, as remove() takes it) until the DMA is over.
+        let held = sh.dma.lock();
+        let mem = held
+            .as_ref()
+            .and_then(|d| d.buf.inner.access(pdev.as_ref()).ok());
+        let moved = mem.map(|mem| -> Result<bool> {
+            let mut bytes = KVec::from_elem(0u8, DMA_LEN, GFP_KERNEL)?;
+            mem.copy_to_slice(0, &mut bytes)?;
+            let sent = crc32(bytes.iter().copied());
+            let op = (OP_DMA_TO_DEVICE, "to_device");
+            let o = dma(sh, pdev, io, "aer_reinit", op, mem.dma_handle(), Some(sent))?;
+            Ok(o.interrupted && o.status == STATUS_DONE && o.result == sent)
+        });
+        drop(held);
+        let moved = moved.map(|m| m.unwrap_or(false));
+        let ok = fill && moved == Some(true);
+        if ok {
+            dev_info!(pdev, "event aer_reinit ok\n");
+        } else {
+            dev_err!(
+                pdev,
+                "event aer_reinit FAIL fill={} dma={:?}\n",
+                fill,
+                moved
+            );
+        }
+        ok
+    }
 }
 
 impl pci::Driver for PciRig {
@@ -838,10 +908,17 @@ impl pci::Driver for PciRig {
         let caps = rd!(sh, pdev, io, reg::CAPS);
         let streaming = caps != u32::MAX && caps & CAP_STREAM != 0;
         // Nothing fails after the worker starts.
-        let this = KBox::new(PciRig { sh: sh.clone() }, GFP_KERNEL)?;
+        let worker = Worker::new(bar.clone())?;
+        let this = KBox::new(
+            PciRig {
+                sh: sh.clone(),
+                worker: worker.clone(),
+                errors: AtomicU64::new(0),
+            },
+            GFP_KERNEL,
+        )?;
         *kept.lock() = Some(bar.clone());
         // Joined before it starts, so that a failed probe never leaves it running.
-        let worker = Worker::new(bar.clone())?;
         Devres::new_foreign_owned(pdev.as_ref(), WorkerJoin(worker.clone()), GFP_KERNEL)?;
         worker.start();
         dev_info!(pdev, "event probe_done\n");
@@ -877,6 +954,74 @@ impl pci::Driver for PciRig {
         // Freed only now, when the device can no longer start a DMA into it.
         drop(dma);
         dev_info!(pdev, "event remove_done\n");
+    }
+
+    const ERROR_RECOVERY: bool = true;
+
+    /// Stops the worker's reads, then answers: a normal link can go on once MMIO is back, a
+    /// frozen one needs a reset; past `MAX_ERRORS` uncorrectable errors in one binding the
+    /// driver lets go (the worker stays paused until the binding ends).
+    fn error_detected(
+        pdev: &pci::Device<pci::Core>,
+        this: &KBox<PciRig>,
+        channel: pci::Channel,
+    ) -> pci::Detected {
+        this.worker.pause(true);
+        let errors = this.errors.fetch_add(1, Ordering::Relaxed) + 1;
+        let answer = match channel {
+            _ if errors > MAX_ERRORS => pci::Detected::Disconnect,
+            pci::Channel::Normal => pci::Detected::CanRecover,
+            pci::Channel::Frozen => pci::Detected::NeedReset,
+            pci::Channel::PermanentFailure => pci::Detected::Disconnect,
+        };
+        dev_info!(
+            pdev,
+            "event aer_detected channel={:?} errors={} answer={:?}\n",
+            channel,
+            errors,
+            answer
+        );
+        answer
+    }
+
+    /// No reset happened: the device must still be ours.
+    fn mmio_enabled(pdev: &pci::Device<pci::Core>, this: &KBox<PciRig>) -> pci::MmioEnabled {
+        let magic = match this.sh.bar.access(pdev.as_ref()) {
+            Ok(io) => rd!(this.sh, pdev, io, reg::MAGIC),
+            Err(_) => u32::MAX,
+        };
+        let answer = if magic == MAGIC_VALUE {
+            pci::MmioEnabled::Recovered
+        } else {
+            pci::MmioEnabled::NeedReset
+        };
+        dev_info!(pdev, "event aer_mmio_enabled answer={:?}\n", answer);
+        answer
+    }
+
+    fn reset_prepare(pdev: &pci::Device<pci::Core>, this: &KBox<PciRig>) {
+        this.worker.pause(true);
+        dev_info!(pdev, "event aer_reset_prepare\n");
+    }
+
+    fn reset_done(pdev: &pci::Device<pci::Core>, _this: &KBox<PciRig>) {
+        dev_info!(pdev, "event aer_reset_done\n");
+    }
+
+    /// The device was reset: everything the driver set up in it is gone.
+    fn slot_reset(pdev: &pci::Device<pci::Core>, this: &KBox<PciRig>) -> pci::SlotReset {
+        let answer = if this.reinit(pdev) {
+            pci::SlotReset::Recovered
+        } else {
+            pci::SlotReset::Disconnect
+        };
+        dev_info!(pdev, "event aer_slot_reset answer={:?}\n", answer);
+        answer
+    }
+
+    fn resume(pdev: &pci::Device<pci::Core>, this: &KBox<PciRig>) {
+        this.worker.pause(false);
+        dev_info!(pdev, "event aer_resume\n");
     }
 }
 

@@ -1,17 +1,35 @@
 # aer: PCIe Advanced Error Reporting errors injected (HMP
-# pcie_aer_inject_error) while the driver's worker is busy: a correctable
-# one, then an uncorrectable non-fatal one. The guest must survive both and
-# the driver stay bound; the kernel's AER lines are the report. Our device
-# is conventional PCI to QEMU (no PCI Express capability: QEMU refuses to
-# inject at it, "not a PCIe device"), so the errors are injected at the root
-# port it sits behind, rp0.
+# pcie_aer_inject_error) at the root port our device sits behind, rp0, while
+# the driver's worker is busy. Our device is conventional PCI to QEMU (no PCI
+# Express capability: QEMU refuses to inject at it), so the AER core reports
+# each error at rp0 and recovers the devices below it, ours with our
+# driver's error handlers:
+# - a correctable error: logged, nothing else;
+# - an uncorrectable non-fatal one: the driver stops its worker and says it
+#   can recover; MMIO enabled again, it checks the device and resumes;
+# - an uncorrectable fatal one: the link is frozen, the driver asks for a
+#   reset; the AER core resets rp0's secondary bus (QEMU passes the reset to
+#   the device server: every register back to its power-on value), the
+#   driver re-initialises the device, proves it with an operation and a DMA,
+#   and resumes;
+# - two more non-fatal ones: the first recovered, the second past the
+#   driver's limit of three uncorrectable errors per binding: it lets go,
+#   and the binding then ends cleanly at unbind.
 check device_present find_dev
 check insmod_pci_rig insmod /lib/modules/pci_rig.ko
 check bound bound_to pci_rig
 sleep 1 # let the worker run
+# aer_logged N TEXT: the kernel has logged TEXT at least N times.
+aer_logged() { [ "$(dmesg | grep -c "$2")" -ge "$1" ]; }
 host aer rp0 RCVR
-check correctable_logged wait_for 100 sh -c 'dmesg | grep -q "AER: Correctable error"'
+check correctable_logged wait_for 100 aer_logged 1 "AER: Correctable error message received"
 host aer rp0 POISON_TLP
-check uncorrectable_logged wait_for 100 sh -c 'dmesg | grep -q "AER: Uncorrectable (Non-Fatal) error"'
-sleep 2 # let recovery finish
+check nonfatal_recovered wait_for 100 aer_logged 1 "AER: device recovery successful"
+host aer rp0 MALF_TLP
+check fatal_recovered wait_for 100 aer_logged 2 "AER: device recovery successful"
+host aer rp0 POISON_TLP
+check third_recovered wait_for 100 aer_logged 3 "AER: device recovery successful"
+host aer rp0 POISON_TLP
+check fourth_given_up wait_for 100 aer_logged 1 "AER: device recovery failed"
 check still_bound bound_to pci_rig
+check unbind unbind_dev pci_rig

@@ -379,7 +379,7 @@ impl ServerBackend for Backend {
 
     fn reset(&mut self) -> io::Result<()> {
         let mut d = lock(&self.0);
-        d.model.device_reset();
+        d.model.device_reset(monotonic_ns());
         d.intx_masked = false;
         d.sync_irqs();
         Ok(())

@@ -237,6 +237,24 @@ pub(crate) unsafe fn remove_binding<D: ForeignOwnable>(
     binding_end(dev);
 }
 
+/// What a bus adapter's other callbacks on a bound device (error recovery, shutdown) do: lends
+/// the driver's data in `drvdata` to `f`, leaving it where it is.
+///
+/// # Safety
+///
+/// `drvdata` must be the pointer [`probe_in_binding`] returned for the current binding, not taken
+/// back, and must stay so for the whole call (the caller holds the device lock, which
+/// [`remove_binding`]'s caller needs too).
+pub(crate) unsafe fn with_binding_data<D: ForeignOwnable, R>(
+    drvdata: *mut c_void,
+    f: impl FnOnce(&D) -> R,
+) -> R {
+    // SAFETY: By the safety requirements `drvdata` came from `D::into_foreign` and nobody takes it
+    // back meanwhile; `ManuallyDrop` leaves it owned by drvdata.
+    let data = core::mem::ManuallyDrop::new(unsafe { D::from_foreign(drvdata) });
+    f(&data)
+}
+
 /// Decides which of a [`Devres`]'s drop and its devres release drops the value, and lets the
 /// other wait for that destructor.
 ///

@@ -563,6 +563,146 @@ pub trait Driver {
     fn remove(pdev: &Device<Core>, data: &Self::Data) {
         let _ = (pdev, data);
     }
+
+    /// Whether the PCI core may recover the device from errors with this driver's handlers
+    /// below (C's `pci_error_handlers`). Without them, an uncorrectable error the AER core
+    /// cannot recover from ends in "can't recover (no error_detected callback)".
+    ///
+    /// Every handler runs on a bound device under its device lock, as probe and remove do
+    /// (hence `&Device<Core>`), never during probe or remove, with the data probe returned.
+    /// The PCI core calls them in this order: [`Driver::error_detected`], then, if every
+    /// driver below the failing link answered [`Detected::CanRecover`],
+    /// [`Driver::mmio_enabled`]; if one asked for a reset (or the link is frozen), the core
+    /// resets the device ([`Driver::reset_prepare`] before, [`Driver::reset_done`] after, for
+    /// a bus reset) and calls [`Driver::slot_reset`]; last, if all went well,
+    /// [`Driver::resume`]. After a reset the device's registers are back at their power-on
+    /// values; its config space is put back as probe left it before [`Driver::slot_reset`]
+    /// runs (the AER core's slot and bus resets restore nothing themselves).
+    const ERROR_RECOVERY: bool = false;
+
+    /// An error was reported on the device's link, now in `channel` state: may the device
+    /// recover as it is, does it need a reset, or must the driver let go? The driver must not
+    /// touch the device while `channel` is [`Channel::Frozen`] (reads return all ones).
+    fn error_detected(pdev: &Device<Core>, data: &Self::Data, channel: Channel) -> Detected {
+        let _ = (pdev, data, channel);
+        Detected::Disconnect
+    }
+
+    /// The device's MMIO works again (no reset happened): is it recovered?
+    fn mmio_enabled(pdev: &Device<Core>, data: &Self::Data) -> MmioEnabled {
+        let _ = (pdev, data);
+        MmioEnabled::Recovered
+    }
+
+    /// The device was reset (registers at power-on values): the driver re-initialises what it
+    /// needs; is it recovered?
+    fn slot_reset(pdev: &Device<Core>, data: &Self::Data) -> SlotReset {
+        let _ = (pdev, data);
+        SlotReset::Recovered
+    }
+
+    /// Recovery is over: the driver may start I/O again.
+    fn resume(pdev: &Device<Core>, data: &Self::Data) {
+        let _ = (pdev, data);
+    }
+
+    /// The device is about to be reset (a function-level or bus reset): stop using it.
+    fn reset_prepare(pdev: &Device<Core>, data: &Self::Data) {
+        let _ = (pdev, data);
+    }
+
+    /// The device was reset (registers at power-on values, config space restored).
+    fn reset_done(pdev: &Device<Core>, data: &Self::Data) {
+        let _ = (pdev, data);
+    }
+
+    /// The system is going down (power-off, reboot, kexec): stop the device. Bus mastering is
+    /// turned off after this returns, whatever the driver did, so that no DMA reaches memory
+    /// the next kernel (or the firmware) owns.
+    fn shutdown(pdev: &Device<Core>, data: &Self::Data) {
+        let _ = (pdev, data);
+    }
+}
+
+/// The state of a device's link after an error (C's `pci_channel_state_t`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Channel {
+    /// I/O still works.
+    Normal,
+    /// I/O is blocked until the link is reset: reads return all ones, writes are dropped.
+    Frozen,
+    /// The device is gone for good.
+    PermanentFailure,
+}
+
+impl Channel {
+    fn from_raw(state: bindings::pci_channel_state_t) -> Self {
+        match state {
+            bindings::pci_channel_io_normal => Channel::Normal,
+            bindings::pci_channel_io_frozen => Channel::Frozen,
+            _ => Channel::PermanentFailure,
+        }
+    }
+}
+
+/// What a driver answers [`Driver::error_detected`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Detected {
+    /// The device can go on once its MMIO is enabled again ([`Driver::mmio_enabled`] follows).
+    CanRecover,
+    /// The device needs a reset ([`Driver::slot_reset`] follows).
+    NeedReset,
+    /// The driver gives up on the device: the core unbinds it.
+    Disconnect,
+}
+
+/// What a driver answers [`Driver::mmio_enabled`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MmioEnabled {
+    /// The device works again.
+    Recovered,
+    /// It still needs a reset ([`Driver::slot_reset`] follows).
+    NeedReset,
+    /// The driver gives up on the device.
+    Disconnect,
+}
+
+/// What a driver answers [`Driver::slot_reset`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotReset {
+    /// The device works again after its reset.
+    Recovered,
+    /// The driver gives up on the device.
+    Disconnect,
+}
+
+impl Detected {
+    fn to_raw(self) -> bindings::pci_ers_result_t {
+        match self {
+            Detected::CanRecover => bindings::pci_ers_result_PCI_ERS_RESULT_CAN_RECOVER,
+            Detected::NeedReset => bindings::pci_ers_result_PCI_ERS_RESULT_NEED_RESET,
+            Detected::Disconnect => bindings::pci_ers_result_PCI_ERS_RESULT_DISCONNECT,
+        }
+    }
+}
+
+impl MmioEnabled {
+    fn to_raw(self) -> bindings::pci_ers_result_t {
+        match self {
+            MmioEnabled::Recovered => bindings::pci_ers_result_PCI_ERS_RESULT_RECOVERED,
+            MmioEnabled::NeedReset => bindings::pci_ers_result_PCI_ERS_RESULT_NEED_RESET,
+            MmioEnabled::Disconnect => bindings::pci_ers_result_PCI_ERS_RESULT_DISCONNECT,
+        }
+    }
+}
+
+impl SlotReset {
+    fn to_raw(self) -> bindings::pci_ers_result_t {
+        match self {
+            SlotReset::Recovered => bindings::pci_ers_result_PCI_ERS_RESULT_RECOVERED,
+            SlotReset::Disconnect => bindings::pci_ers_result_PCI_ERS_RESULT_DISCONNECT,
+        }
+    }
 }
 
 /// Registers a [`Driver`] with the PCI core: the [`driver::RegistrationOps`] of PCI.
@@ -599,6 +739,10 @@ unsafe impl<T: Driver + 'static> driver::RegistrationOps for Adapter<T> {
             (*pdrv).name = name.as_char_ptr();
             (*pdrv).probe = Some(Self::probe_callback);
             (*pdrv).remove = Some(Self::remove_callback);
+            (*pdrv).shutdown = Some(Self::shutdown_callback);
+            if T::ERROR_RECOVERY {
+                (*pdrv).err_handler = &Self::ERROR_HANDLERS;
+            }
             (*pdrv).id_table = T::ID_TABLE.as_ptr().cast();
         }
         // SAFETY: `pdrv` is filled in and pinned; `module` is this code's module.
@@ -614,6 +758,98 @@ unsafe impl<T: Driver + 'static> driver::RegistrationOps for Adapter<T> {
 }
 
 impl<T: Driver + 'static> Adapter<T> {
+    /// The error handlers the PCI core calls for `T` (a promoted constant: `'static`).
+    const ERROR_HANDLERS: bindings::pci_error_handlers = bindings::pci_error_handlers {
+        error_detected: Some(Self::error_detected_callback),
+        mmio_enabled: Some(Self::mmio_enabled_callback),
+        slot_reset: Some(Self::slot_reset_callback),
+        reset_prepare: Some(Self::reset_prepare_callback),
+        reset_done: Some(Self::reset_done_callback),
+        resume: Some(Self::resume_callback),
+        cor_error_detected: None,
+    };
+
+    /// Runs `f` with the bound device `pdev` and its driver's data, for a callback the PCI core
+    /// makes on a bound device besides probe and remove.
+    ///
+    /// # Safety
+    ///
+    /// `pdev` must be a valid `pci_dev` bound to this driver (its probe succeeded, its remove
+    /// has not run), whose device lock the caller holds for the whole call.
+    unsafe fn with_bound<R>(
+        pdev: *mut bindings::pci_dev,
+        f: impl FnOnce(&Device<Core>, &T::Data) -> R,
+    ) -> R {
+        // SAFETY: `pdev` is valid and its device lock held (the safety requirements), which is
+        // what `Core` promises for the reference's lifetime, this call.
+        let dev = unsafe { Device::<Core>::from_raw(pdev) };
+        // SAFETY: The device is bound to us, so drvdata holds what `probe_in_binding` returned for
+        // this binding; the device lock keeps `remove_callback` from taking it back meanwhile.
+        unsafe {
+            crate::devres::with_binding_data::<T::Data, R>(
+                bindings::pci_get_drvdata(pdev),
+                |data| f(dev, data),
+            )
+        }
+    }
+
+    extern "C" fn error_detected_callback(
+        pdev: *mut bindings::pci_dev,
+        state: bindings::pci_channel_state_t,
+    ) -> bindings::pci_ers_result_t {
+        // SAFETY: The AER core calls error handlers on a bound device, under its device lock.
+        unsafe {
+            Self::with_bound(pdev, |dev, data| {
+                T::error_detected(dev, data, Channel::from_raw(state))
+            })
+        }
+        .to_raw()
+    }
+
+    extern "C" fn mmio_enabled_callback(
+        pdev: *mut bindings::pci_dev,
+    ) -> bindings::pci_ers_result_t {
+        // SAFETY: As for `error_detected_callback`.
+        unsafe { Self::with_bound(pdev, T::mmio_enabled) }.to_raw()
+    }
+
+    extern "C" fn slot_reset_callback(pdev: *mut bindings::pci_dev) -> bindings::pci_ers_result_t {
+        // A slot or bus reset (the AER core's, for a frozen link) leaves config space at its
+        // power-on values and restores nothing: put back what probe left, so that the driver
+        // finds its BARs decoding, bus mastering and MSI as before, and keep it for next time.
+        // SAFETY: `pdev` is valid, under its device lock (the AER core's).
+        unsafe {
+            bindings::pci_restore_state(pdev);
+            bindings::pci_save_state(pdev);
+        }
+        // SAFETY: As for `error_detected_callback`.
+        unsafe { Self::with_bound(pdev, T::slot_reset) }.to_raw()
+    }
+
+    extern "C" fn resume_callback(pdev: *mut bindings::pci_dev) {
+        // SAFETY: As for `error_detected_callback`.
+        unsafe { Self::with_bound(pdev, T::resume) }
+    }
+
+    extern "C" fn reset_prepare_callback(pdev: *mut bindings::pci_dev) {
+        // SAFETY: The PCI core calls it (`pci_dev_save_and_disable`) only with a driver bound,
+        // under the device lock (`pci_dev_lock`, `pci_bus_lock`).
+        unsafe { Self::with_bound(pdev, T::reset_prepare) }
+    }
+
+    extern "C" fn reset_done_callback(pdev: *mut bindings::pci_dev) {
+        // SAFETY: As for `reset_prepare_callback` (`pci_dev_restore`).
+        unsafe { Self::with_bound(pdev, T::reset_done) }
+    }
+
+    extern "C" fn shutdown_callback(pdev: *mut bindings::pci_dev) {
+        // SAFETY: `device_shutdown` calls the bus's shutdown under the device lock, and the PCI
+        // bus calls the driver's only while it is bound.
+        unsafe { Self::with_bound(pdev, T::shutdown) };
+        // SAFETY: `pdev` is valid and its device lock held, as above.
+        unsafe { quiesce(pdev) };
+    }
+
     /// The info for the id the PCI core matched `pdev` with.
     ///
     /// An id of our table gives its own entry's. Any other id is a dynamic one (`new_id`, whose
@@ -649,6 +885,12 @@ impl<T: Driver + 'static> Adapter<T> {
                 // SAFETY: `pdev` is valid; drvdata is ours while bound and is taken back in
                 // `remove_callback`.
                 unsafe { bindings::pci_set_drvdata(pdev, data.cast_mut()) };
+                if T::ERROR_RECOVERY {
+                    // The config space as probe left it (bus mastering, MSI), which
+                    // `slot_reset_callback` restores after a reset.
+                    // SAFETY: `pdev` is valid, under its device lock.
+                    unsafe { bindings::pci_save_state(pdev) };
+                }
                 0
             }
             Err(errno) => {

@@ -176,7 +176,7 @@ fn witnessed(
                             size,
                             ..
                         } => seq > before && overlaps(at, size),
-                        DmaEvent::Dma { .. } => false,
+                        DmaEvent::Dma { .. } | DmaEvent::Reset { .. } => false,
                     });
                     if !matches!(next, Some(DmaEvent::Unmap { .. })) {
                         return Err(format!(

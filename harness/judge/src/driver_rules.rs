@@ -319,6 +319,7 @@ pub(crate) fn judge_driver(
     }
     summary.push_str(&seen);
     summary.push_str(&survived);
+    summary.push_str(&crate::aer::judge(lines, want.aer)?);
     let deleted = c.events.iter().filter(|e| device::deleted(e)).count();
     if deleted != want.unplugs {
         return Err(format!(

@@ -4,6 +4,7 @@
 
 pub mod accounting;
 pub mod acks;
+pub mod aer;
 mod checks;
 pub mod config;
 pub mod console;

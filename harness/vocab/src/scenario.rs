@@ -254,6 +254,21 @@ pub struct DriverExpect {
     /// The device offered its receive stream: every binding that bound started it, ran at least
     /// `STREAM_ROUNDS` DMAs from the device and stopped it.
     pub stream: bool,
+    /// How the binding came out of each uncorrectable AER error, in order (`judge/aer.rs`).
+    pub aer: &'static [AerEnd],
+}
+
+/// How a binding came out of one uncorrectable AER error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AerEnd {
+    /// Non-fatal: the driver could go on; its MMIO checked, no reset, I/O resumed.
+    Recovered,
+    /// Fatal: the link was frozen and reset; the driver re-initialised the device, proved it
+    /// with an operation and a DMA, and resumed.
+    Reset,
+    /// The driver let go (its limit of errors): the AER core reports the recovery failed, and
+    /// the driver touches the device no more until its binding ends.
+    Disconnected,
 }
 
 impl DriverExpect {
@@ -271,6 +286,7 @@ impl DriverExpect {
         interrupts_listed: false,
         dma: true,
         stream: false,
+        aer: &[],
     };
 
     /// One binding that ended with its worker busy; the guest then settled.
@@ -687,18 +703,25 @@ pub const AER: Scenario = Scenario {
     kernel_lines: &[
         "AER: Correctable error message received",
         "AER: Uncorrectable (Non-Fatal) error message received",
-        // The recovery's outcome, as the AER core reports it: pci::Driver has
-        // no error handlers, so the core cannot recover the device and leaves
-        // the driver bound (the worker must then keep using it).
-        "AER: can't recover (no error_detected callback)",
+        "AER: Uncorrectable (Fatal) error message received",
+        "AER: device recovery successful",
         "AER: device recovery failed",
     ],
     ..driver_scenario(
         "aer",
-        "correctable, then uncorrectable non-fatal AER errors injected at the device's root port: the guest survives, the AER core reports it cannot recover a driver without error handlers, the driver stays bound and its worker keeps reading",
+        "AER errors injected at the device's root port while the worker runs, recovered by the driver's error handlers: a correctable one (logged, nothing else), a non-fatal one (no reset), a fatal one (the link reset, the driver re-initialises the device, an operation and a DMA prove it), another non-fatal one, then one past the driver's limit: it lets go, touches the device no more, and unbinds cleanly",
         script!("aer"),
         Machine::Device,
-        DriverExpect::BOUND,
+        DriverExpect {
+            removes: 1,
+            aer: &[
+                AerEnd::Recovered,
+                AerEnd::Reset,
+                AerEnd::Recovered,
+                AerEnd::Disconnected,
+            ],
+            ..DriverExpect::BOUND
+        },
     )
 };
 

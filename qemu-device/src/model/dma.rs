@@ -96,6 +96,10 @@ pub enum Event {
         size: u64,
         windows: usize,
     },
+    /// The device was reset as a whole (vfio-user DEVICE_RESET: a function-level reset, or a
+    /// bus reset QEMU passed on), before access `seq`: every register back to its power-on
+    /// value, config space included; an operation in flight dropped.
+    Reset { seq: u64, time_ns: u64 },
     /// The engine ran a DMA opcode. `seq` is the access log's number of the CMD write that
     /// started it; `before`, the number of the first access not yet logged when it ran: it ran
     /// after every access numbered lower (at the doorbell, `before == seq`; delayed, later).
@@ -174,6 +178,11 @@ impl DmaSpace {
                 memory,
             });
         }
+    }
+
+    /// Records a whole-device reset (the windows stay: QEMU's, not the device's).
+    pub fn reset(&mut self, seq: u64, time_ns: u64) {
+        self.log.push(Event::Reset { seq, time_ns });
     }
 
     /// Records a DMA_UNMAP: every window overlapping the range goes.

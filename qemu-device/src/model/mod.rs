@@ -384,10 +384,13 @@ impl Model {
         self.counters.resets += 1;
     }
 
-    /// vfio-user DEVICE_RESET (function-level reset): also config space.
-    pub fn device_reset(&mut self) {
+    /// vfio-user DEVICE_RESET (function-level reset, or a bus reset QEMU passes on) at time
+    /// `now_ns`: also config space; logged.
+    pub fn device_reset(&mut self, now_ns: u64) {
         self.soft_reset();
         self.config = ConfigSpace::new();
+        let seq = self.log.next_seq();
+        self.dma.reset(seq, now_ns);
     }
 
     /// Arms one fault at the `at`-th BAR access (or write, with `writes`) from now (1: the next

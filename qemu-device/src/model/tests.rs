@@ -255,9 +255,15 @@ fn soft_reset_restores_registers_and_window() {
     assert!(!m.intx_asserted());
     assert_eq!(cfg32(&mut m, 0x04) & 0xffff, 2, "config space survives");
     assert_eq!(m.counters().resets, 1);
-    m.device_reset();
+    let seq = m.log().next_seq();
+    m.device_reset(5);
     assert_eq!(cfg32(&mut m, 0x04) & 0xffff, 0);
     assert_eq!(m.irq_edges(), 1, "edges are never reset");
+    assert_eq!(
+        m.dma().log().last(),
+        Some(&super::dma::Event::Reset { seq, time_ns: 5 }),
+        "a whole-device reset is logged"
+    );
 }
 
 #[test]
@@ -473,7 +479,7 @@ fn knobs_survive_resets() {
     let mut m = Model::new();
     set(&mut m, |k| k.latency_ns = 5000);
     w32(&mut m, RESET, RESET_KEY);
-    m.device_reset();
+    m.device_reset(5);
     assert_eq!(m.knobs().latency_ns, 5000);
 }
 
