@@ -981,6 +981,13 @@ impl pci::Driver for PciRig {
             errors,
             answer
         );
+        if answer == pci::Detected::Disconnect {
+            // Letting go: the device is stopped (no operation, no interrupt, no DMA) and left
+            // alone until the binding ends.
+            if let Ok(io) = this.sh.bar.access(pdev.as_ref()) {
+                wr!(this.sh, pdev, io, RESET_KEY, reg::RESET);
+            }
+        }
         answer
     }
 

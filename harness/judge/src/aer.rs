@@ -7,8 +7,10 @@
 //! logs (the accounting and the DMA oracle), so a re-initialisation the driver claims is one the
 //! device saw.
 
+use crate::accounting::ClaimSeqs;
 use crate::console::{strip_timestamp, timestamp};
-use crate::driver::driver_text;
+use crate::device_log::{Access, DmaEvent, DmaOutcome, Kind, Region, Stopped};
+use crate::driver::{driver_text, Actor};
 use vocab::scenario::AerEnd;
 
 const NON_FATAL: &str = "AER: Uncorrectable (Non-Fatal) error message received";
@@ -80,13 +82,117 @@ fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
         .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
 }
 
-/// Judges the boot's error recovery against `want`; a summary for the verdict.
-pub fn judge(lines: &[String], want: &[AerEnd]) -> Result<String, String> {
+/// Judges the boot's error recovery against `want`, by the console and by the device's logs;
+/// a summary for the verdict.
+pub fn judge(
+    lines: &[String],
+    history: &[Actor],
+    seqs: &ClaimSeqs,
+    device: &[Stopped],
+    want: &[AerEnd],
+) -> Result<String, String> {
+    let (mut summary, let_gos) = judge_console(lines, want)?;
+    if device_left_alone(&let_gos, history, seqs, device)? > 0 {
+        summary.push_str(
+            "; each time the driver let go, the device saw its RESET and nothing more of the binding's until its end",
+        );
+    }
+    let resets = device_resets(device)?;
+    let want_resets = want.iter().filter(|e| **e == AerEnd::Reset).count();
+    if resets != want_resets {
+        return Err(format!(
+            "AER: the device logged {resets} resets while bound, the recoveries expected {want_resets}"
+        ));
+    }
+    if resets == 0 {
+        return Ok(summary);
+    }
+    Ok(format!(
+        "{summary}; the device saw each of the {resets} resets, then interrupts enabled again before the next operation and a DMA that moved its data"
+    ))
+}
+
+/// The device's own witness of reset recoveries: each whole-device reset it logged once a
+/// driver had turned interrupts on (the one at power-on comes before) must be followed in its
+/// access log by an INT_ENABLE write turning sources on before the next doorbell, and by a DMA
+/// that moved its data before any later reset. Returns how many there were.
+pub fn device_resets(device: &[Stopped]) -> Result<usize, String> {
+    let mut n = 0;
+    for server in device {
+        let bar0_write = |a: &&Access, offset: u64| {
+            a.region == Region::Bar0 && a.kind == Kind::Write && a.offset == offset
+        };
+        let enables =
+            |a: &&Access| bar0_write(a, regmap::reg::INT_ENABLE) && a.value.is_some_and(|v| v != 0);
+        let Some(first) = server.log.iter().find(enables) else {
+            continue;
+        };
+        let resets: Vec<u64> = server
+            .dma
+            .iter()
+            .filter_map(|e| match e {
+                DmaEvent::Reset { seq, .. } if *seq > first.seq => Some(*seq),
+                _ => None,
+            })
+            .collect();
+        for (i, &at) in resets.iter().enumerate() {
+            let until = resets.get(i + 1).copied().unwrap_or(u64::MAX);
+            let mut after = server.log.iter().filter(|a| a.seq >= at && a.seq < until);
+            let enabled = after.clone().find(enables).map(|a| a.seq);
+            let doorbell = after
+                .find(|a| bar0_write(a, regmap::reg::CMD))
+                .map(|a| a.seq);
+            match (enabled, doorbell) {
+                (Some(e), Some(d)) if e < d => {}
+                (_, None) => {
+                    return Err(format!(
+                        "AER: after the device's reset before access #{at}, no operation was started on it"
+                    ))
+                }
+                (e, Some(d)) => {
+                    return Err(format!(
+                        "AER: after the device's reset before access #{at}, the doorbell #{d} came with its interrupts still off (INT_ENABLE turned on again: {e:?}): the driver did not re-initialise the device"
+                    ))
+                }
+            }
+            let moved = server.dma.iter().any(|e| {
+                matches!(e, DmaEvent::Dma { seq, outcome: DmaOutcome::Ok, .. } if *seq >= at && *seq < until)
+            });
+            if !moved {
+                return Err(format!(
+                    "AER: after the device's reset before access #{at}, no DMA moved data"
+                ));
+            }
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// Where a driver let its device go: the binding (from 1) and the index, among that binding's
+/// `# mmio` reports, of the RESET that stopped the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LetGo {
+    pub binding: usize,
+    pub reset: usize,
+}
+
+/// The console's part of [`judge`]: a summary, and where the driver let go.
+fn judge_console(lines: &[String], want: &[AerEnd]) -> Result<(String, Vec<LetGo>), String> {
     let int_enable = format!("# mmio w bar0 {:#x} ", regmap::reg::INT_ENABLE);
     let mut episodes: Vec<Episode> = Vec::new();
     let mut open: Option<Episode> = None;
-    // Set once the driver let go, until its binding ends.
+    // Set once the driver let go, until its binding ends; then whether it stopped the device.
     let mut let_go = false;
+    let mut stopped = false;
+    let mut let_gos = Vec::new();
+    // The binding (from 1) and its `# mmio` reports so far.
+    let (mut binding, mut reports) = (0, 0);
+    let reset = format!(
+        "# mmio w bar0 {:#x} 4 {:#x}",
+        regmap::reg::RESET,
+        regmap::RESET_KEY
+    );
     for line in lines {
         let text = strip_timestamp(line);
         let fatal = text.contains(FATAL);
@@ -115,13 +221,27 @@ pub fn judge(lines: &[String], want: &[AerEnd]) -> Result<String, String> {
             continue;
         }
         let Some(d) = driver_text(line) else { continue };
+        if d.starts_with("event probe_begin") {
+            (binding, reports) = (binding + 1, 0);
+        }
         if d.starts_with("event remove_begin") {
             let_go = false;
         }
-        if let_go && (d.starts_with("# mmio") || d.starts_with("# dma start")) {
+        if let_go && !stopped && d == reset {
+            // Letting go, it stops the device first: the device's log must hold nothing of
+            // the binding's after this until its end (`device_left_alone`).
+            stopped = true;
+            let_gos.push(LetGo {
+                binding,
+                reset: reports,
+            });
+        } else if let_go && (d.starts_with("# mmio") || d.starts_with("# dma start")) {
             return Err(format!(
                 "AER: the driver let the device go, then touched it before its binding ended: `{d}`"
             ));
+        }
+        if d.starts_with("# mmio") {
+            reports += 1;
         }
         let Some(event) = d.strip_prefix("event aer_") else {
             if let Some(e) = open.as_mut().filter(|e| e.detected.is_some()) {
@@ -139,7 +259,7 @@ pub fn judge(lines: &[String], want: &[AerEnd]) -> Result<String, String> {
         match event.split(' ').next().unwrap_or("") {
             "detected" => {
                 let channel = field(event, "channel").unwrap_or("").to_string();
-                let_go = answer() == "Disconnect";
+                (let_go, stopped) = (answer() == "Disconnect", false);
                 e.detected = Some((channel, answer()));
             }
             "mmio_enabled" => e.mmio_enabled = Some(answer()),
@@ -152,6 +272,16 @@ pub fn judge(lines: &[String], want: &[AerEnd]) -> Result<String, String> {
     if let Some(e) = open {
         return Err(format!(
             "AER: an uncorrectable error's recovery never ended ({e:?})"
+        ));
+    }
+    let disconnects = episodes
+        .iter()
+        .filter(|e| e.detected.as_ref().is_some_and(|(_, a)| a == "Disconnect"))
+        .count();
+    if let_gos.len() != disconnects {
+        return Err(format!(
+            "AER: the driver let the device go {disconnects} times and stopped it (RESET) right after {} times",
+            let_gos.len()
         ));
     }
     let ends = episodes
@@ -168,7 +298,7 @@ pub fn judge(lines: &[String], want: &[AerEnd]) -> Result<String, String> {
         ));
     }
     if ends.is_empty() {
-        return Ok(String::new());
+        return Ok((String::new(), let_gos));
     }
     let times: Vec<String> = episodes
         .iter()
@@ -178,11 +308,53 @@ pub fn judge(lines: &[String], want: &[AerEnd]) -> Result<String, String> {
             None => format!("{end:?}"),
         })
         .collect();
-    Ok(format!(
-        ", AER: {} uncorrectable errors, each as expected ({})",
-        ends.len(),
-        times.join(", ")
+    Ok((
+        format!(
+            ", AER: {} uncorrectable errors, each as expected ({})",
+            ends.len(),
+            times.join(", ")
+        ),
+        let_gos,
     ))
+}
+
+/// The device's witness that a driver which let it go left it alone: nothing in its log after
+/// the RESET that stopped it until the binding's next report (its end). The worker's reads,
+/// which the driver does not report, would be there. Returns how many were checked.
+fn device_left_alone(
+    let_gos: &[LetGo],
+    history: &[Actor],
+    seqs: &ClaimSeqs,
+    device: &[Stopped],
+) -> Result<usize, String> {
+    for g in let_gos {
+        let actor = history
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| matches!(a, Actor::Driver(_)))
+            .nth(g.binding - 1)
+            .map(|(i, _)| i)
+            .ok_or_else(|| format!("AER: no binding {} in the driver's history", g.binding))?;
+        let claim = |i: usize| seqs.get(actor).and_then(|s| s.get(i)).copied().flatten();
+        let Some((server, reset)) = claim(g.reset) else {
+            return Err(format!(
+                "AER: binding {}'s RESET when it let go is not in the device's log",
+                g.binding
+            ));
+        };
+        let next = claim(g.reset + 1).map_or(u64::MAX, |(_, s)| s);
+        if let Some(a) = device[server]
+            .log
+            .iter()
+            .find(|a| a.seq > reset && a.seq < next && a.region != Region::Config)
+        {
+            return Err(format!(
+                "AER: binding {} let the device go (its RESET, access #{reset}), yet the device saw access #{} ({} {} {:#x}) before the binding's next report: something of the driver's still used it",
+                g.binding, a.seq, a.kind, a.region, a.offset
+            ));
+        }
+    }
+    Ok(let_gos.len())
 }
 
 #[cfg(test)]
@@ -220,7 +392,7 @@ mod tests {
 
     fn judged(lines: &[String], want: &[AerEnd]) -> Result<String, String> {
         let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
-        judge(&console(&refs), want)
+        judge_console(&console(&refs), want).map(|(summary, _)| summary)
     }
 
     #[test]
@@ -244,17 +416,31 @@ mod tests {
     #[test]
     fn a_driver_that_lets_go_must_not_touch_the_device_again() {
         let mut l = vec![
+            format!("{DRV}event probe_begin"),
             format!("pcieport 0000:00:01.0: {NON_FATAL} from 0000:00:01.0"),
             format!("{DRV}event aer_detected channel=Normal errors=4 answer=Disconnect"),
+            format!("{DRV}# mmio w bar0 0x50 4 0x1"),
             format!("pcieport 0000:00:01.0: {FAILED}"),
         ];
-        assert!(judged(&l, &[AerEnd::Disconnected]).is_ok());
+        let refs: Vec<&str> = l.iter().map(String::as_str).collect();
+        let (_, let_gos) = judge_console(&console(&refs), &[AerEnd::Disconnected]).unwrap();
+        assert_eq!(
+            let_gos,
+            [LetGo {
+                binding: 1,
+                reset: 0
+            }]
+        );
         l.push(format!("{DRV}# mmio r bar0 0x0 4 0x70726967"));
         let e = judged(&l, &[AerEnd::Disconnected]).unwrap_err();
         assert!(e.contains("touched it before its binding ended"), "{e}");
         // Its binding's end may touch it again.
-        l.insert(3, format!("{DRV}event remove_begin"));
+        l.insert(5, format!("{DRV}event remove_begin"));
         assert!(judged(&l, &[AerEnd::Disconnected]).is_ok());
+        // Letting go without stopping the device first.
+        l.remove(3);
+        let e = judged(&l, &[AerEnd::Disconnected]).unwrap_err();
+        assert!(e.contains("stopped it (RESET) right after 0 times"), "{e}");
     }
 
     #[test]

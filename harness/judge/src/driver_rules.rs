@@ -58,35 +58,55 @@ pub(crate) fn soft_irqs_per_binding(lines: &[String]) -> Vec<usize> {
     counts
 }
 
-/// After the host injected errors (AER), the driver's worker kept reading
-/// MAGIC, by the device's own log and the host's clock: a binding that
-/// survived in name only (its worker gone quiet) fails. Empty when nothing
-/// was injected.
-pub(crate) fn after_injections(c: &Console, device: &[Stopped]) -> Result<String, String> {
-    let Some(&last) = c.injected_ns.iter().max() else {
+/// After each error the host injected (AER), the driver's worker read MAGIC again before the
+/// next one, by the device's own log and the host's clock: a binding that survived in name only
+/// (its worker gone quiet) fails. `let_go_last`: the driver was expected to let the device go at
+/// the last one, after which its worker must not read (`aer::device_left_alone`). Empty when
+/// nothing was injected.
+pub(crate) fn after_injections(
+    c: &Console,
+    device: &[Stopped],
+    let_go_last: bool,
+) -> Result<String, String> {
+    let mut injected = c.injected_ns.clone();
+    injected.sort_unstable();
+    let n = injected.len();
+    if n == 0 {
         return Ok(String::new());
-    };
-    let reads = device
-        .iter()
-        .flat_map(|d| &d.log)
-        .filter(|a| {
-            a.time_ns > last
-                && a.kind == device::Kind::Read
-                && a.region == device::Region::Bar0
-                && a.offset == regmap::reg::MAGIC
-                && a.value == Some(u64::from(regmap::MAGIC_VALUE))
-        })
-        .count();
-    if reads == 0 {
-        return Err(format!(
-            "after the last of {} injected errors the device saw no MAGIC read: the worker stopped using it",
-            c.injected_ns.len()
-        ));
     }
-    Ok(format!(
-        ", {reads} MAGIC reads after the last of {} injected errors",
-        c.injected_ns.len()
-    ))
+    let reads = |from: u64, to: u64| {
+        device
+            .iter()
+            .flat_map(|d| &d.log)
+            .filter(|a| {
+                a.time_ns > from
+                    && a.time_ns < to
+                    && a.kind == device::Kind::Read
+                    && a.region == device::Region::Bar0
+                    && a.offset == regmap::reg::MAGIC
+                    && a.value == Some(u64::from(regmap::MAGIC_VALUE))
+            })
+            .count()
+    };
+    let checked = if let_go_last { n - 1 } else { n };
+    for i in 0..checked {
+        let to = injected.get(i + 1).copied().unwrap_or(u64::MAX);
+        if reads(injected[i], to) == 0 {
+            return Err(format!(
+                "after injected error {} of {n} the device saw no MAGIC read before {}: the worker stopped using it",
+                i + 1,
+                if i + 1 == n { "the end" } else { "the next" }
+            ));
+        }
+    }
+    Ok(if let_go_last {
+        format!(", MAGIC reads after each of the first {checked} of {n} injected errors (the driver let go at the last)")
+    } else {
+        format!(
+            ", {} MAGIC reads after the last of {n} injected errors",
+            reads(injected[n - 1], u64::MAX)
+        )
+    })
 }
 
 /// DMAs each binding that bound made in its self-test (to the device, back, a streaming sum).
@@ -272,7 +292,8 @@ pub(crate) fn judge_driver(
             r.all("worker_gave_up")
         ));
     }
-    let survived = after_injections(c, device)?;
+    let let_go_last = want.aer.last() == Some(&vocab::scenario::AerEnd::Disconnected);
+    let survived = after_injections(c, device, let_go_last)?;
     let refusals = if refused.is_empty() {
         String::new()
     } else {
@@ -319,7 +340,9 @@ pub(crate) fn judge_driver(
     }
     summary.push_str(&seen);
     summary.push_str(&survived);
-    summary.push_str(&crate::aer::judge(lines, want.aer)?);
+    summary.push_str(&crate::aer::judge(
+        lines, &history, &n.seqs, device, want.aer,
+    )?);
     let deleted = c.events.iter().filter(|e| device::deleted(e)).count();
     if deleted != want.unplugs {
         return Err(format!(

@@ -595,14 +595,20 @@ fn after_injected_errors_the_worker_must_keep_reading_magic() {
         ..console_of(&unbind_console(), vec![])
     };
     let device = stopped(&unbind_log());
-    assert_eq!(after_injections(&c(vec![]), &device).unwrap(), "");
-    // The log's times are its sequence numbers: MAGIC read #4 came after.
+    assert_eq!(after_injections(&c(vec![]), &device, false).unwrap(), "");
+    // The log's times are its sequence numbers: MAGIC reads #2 and #4 came after each.
     assert_eq!(
-        after_injections(&c(vec![1, 3]), &device).unwrap(),
+        after_injections(&c(vec![1, 3]), &device, false).unwrap(),
         ", 1 MAGIC reads after the last of 2 injected errors"
     );
-    let e = after_injections(&c(vec![4]), &device).unwrap_err();
+    let e = after_injections(&c(vec![4]), &device, false).unwrap_err();
     assert!(e.contains("the device saw no MAGIC read"), "{e}");
+    // None between the first two: the worker went quiet after the first.
+    let e = after_injections(&c(vec![2, 3, 3]), &device, false).unwrap_err();
+    assert!(e.contains("after injected error 1 of 3"), "{e}");
+    // Let go at the last: only the ones before count.
+    assert!(after_injections(&c(vec![1, 4]), &device, true).is_ok());
+    assert!(after_injections(&c(vec![4, 5]), &device, true).is_err());
 }
 
 #[test]
