@@ -512,6 +512,10 @@ struct Shared {
     irq: Mutex<IrqState>,
     #[pin]
     irq_seen: CondVar,
+    /// Held across each run of the interrupt thread; `true` once shutdown stopped the device,
+    /// after which the thread leaves it alone.
+    #[pin]
+    shut_down: Mutex<bool>,
     /// INTx (shared, masked by the hard half) rather than MSI.
     intx: bool,
 }
@@ -526,6 +530,7 @@ impl Shared {
                 dma <- new_mutex!(None),
                 irq <- new_mutex!(IrqState::default()),
                 irq_seen <- new_condvar!(),
+                shut_down <- new_mutex!(false),
                 intx,
             }),
             GFP_KERNEL,
@@ -613,6 +618,10 @@ impl irq::ThreadedHandler for Shared {
     /// tells a waiter, so that the next interrupt finds it open; should one have latched since
     /// (the pin still asserted, so left masked), it is handled in the same run.
     fn handle_threaded(&self, dev: &Device<Bound>) -> IrqReturn {
+        let shut_down = self.shut_down.lock();
+        if *shut_down {
+            return IrqReturn::None;
+        }
         let io = match self.bar.access(dev) {
             Ok(io) => io,
             Err(e) => {
@@ -1029,6 +1038,28 @@ impl pci::Driver for PciRig {
     fn resume(pdev: &pci::Device<pci::Core>, this: &KBox<PciRig>) {
         this.worker.pause(false);
         dev_info!(pdev, "event aer_resume\n");
+    }
+
+    /// The system goes down with the binding alive: the worker paused, the stream stopped and
+    /// the device reset (a DMA in flight finishes first, into memory still ours), so that
+    /// nothing of the driver's reaches the device after this; the adapter then turns bus
+    /// mastering off.
+    fn shutdown(pdev: &pci::Device<pci::Core>, this: &KBox<PciRig>) {
+        dev_info!(pdev, "event shutdown_begin\n");
+        this.worker.pause(true);
+        // Once a running interrupt thread is done; none touches the device after this.
+        *this.sh.shut_down.lock() = true;
+        // Under the lock the interrupt thread takes for a round: none starts after this.
+        let mut dma = this.sh.dma.lock();
+        if let Some(d) = dma.as_mut().filter(|d| d.streaming) {
+            d.streaming = false;
+            dev_info!(pdev, "event stream_stopped rounds={} shutdown\n", d.rounds);
+        }
+        if let Ok(io) = this.sh.bar.access(pdev.as_ref()) {
+            wr!(this.sh, pdev, io, RESET_KEY, reg::RESET);
+        }
+        drop(dma);
+        dev_info!(pdev, "event shutdown_done\n");
     }
 }
 

@@ -60,6 +60,23 @@ pub struct Accounted {
 /// Per actor, per report: the device access the accounting matched it to (server, seq).
 pub type ClaimSeqs = Vec<Vec<Option<(usize, u64)>>>;
 
+/// The device access (server, seq) the accounting matched to report `index` (in console order)
+/// of driver binding `binding` (from 1), if it reached a device's log.
+pub fn binding_claim(
+    history: &[Actor],
+    seqs: &ClaimSeqs,
+    binding: usize,
+    index: usize,
+) -> Option<(usize, u64)> {
+    let actor = history
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| matches!(a, Actor::Driver(_)))
+        .nth(binding.checked_sub(1)?)?
+        .0;
+    seqs.get(actor)?.get(index).copied().flatten()
+}
+
 /// Where in the device's log a binding's probe ran: from its first access
 /// to its last, on one server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

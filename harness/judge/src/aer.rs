@@ -7,7 +7,7 @@
 //! logs (the accounting and the DMA oracle), so a re-initialisation the driver claims is one the
 //! device saw.
 
-use crate::accounting::ClaimSeqs;
+use crate::accounting::{binding_claim, ClaimSeqs};
 use crate::console::{strip_timestamp, timestamp};
 use crate::device_log::{Access, DmaEvent, DmaOutcome, Kind, Region, Stopped};
 use crate::driver::{driver_text, Actor};
@@ -328,14 +328,7 @@ fn device_left_alone(
     device: &[Stopped],
 ) -> Result<usize, String> {
     for g in let_gos {
-        let actor = history
-            .iter()
-            .enumerate()
-            .filter(|(_, a)| matches!(a, Actor::Driver(_)))
-            .nth(g.binding - 1)
-            .map(|(i, _)| i)
-            .ok_or_else(|| format!("AER: no binding {} in the driver's history", g.binding))?;
-        let claim = |i: usize| seqs.get(actor).and_then(|s| s.get(i)).copied().flatten();
+        let claim = |i: usize| binding_claim(history, seqs, g.binding, i);
         let Some((server, reset)) = claim(g.reset) else {
             return Err(format!(
                 "AER: binding {}'s RESET when it let go is not in the device's log",

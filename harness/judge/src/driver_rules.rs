@@ -252,6 +252,9 @@ pub(crate) fn judge_driver(
         ));
     }
     let n = accounting::account(&history, &device::access_logs(device))?;
+    // Before the DMA rules: a binding whose shutdown never ran leaves its stream unstopped,
+    // which those would report less to the point.
+    let shut_down = crate::shutdown::judge(lines, &history, &n.seqs, device, want.shutdown)?;
     let quiesced = config::quiesced(&n.ended, &device::access_logs(device))?;
     // A failed probe ends its binding too: what it enabled must be off again after it.
     let failed_ends: Vec<accounting::Ended> = n
@@ -340,6 +343,7 @@ pub(crate) fn judge_driver(
     }
     summary.push_str(&seen);
     summary.push_str(&survived);
+    summary.push_str(&shut_down);
     summary.push_str(&crate::aer::judge(
         lines, &history, &n.seqs, device, want.aer,
     )?);

@@ -26,6 +26,7 @@ pub mod phases;
 pub mod platform;
 pub mod requests;
 pub mod rules;
+pub mod shutdown;
 pub mod sweep;
 pub mod sweep_table;
 

@@ -256,6 +256,9 @@ pub struct DriverExpect {
     pub stream: bool,
     /// How the binding came out of each uncorrectable AER error, in order (`judge/aer.rs`).
     pub aer: &'static [AerEnd],
+    /// The guest went down with a binding alive, whose shutdown must have stopped the device
+    /// (`judge/shutdown.rs`; checked wherever a shutdown ran, required here).
+    pub shutdown: bool,
 }
 
 /// How a binding came out of one uncorrectable AER error.
@@ -287,6 +290,7 @@ impl DriverExpect {
         dma: true,
         stream: false,
         aer: &[],
+        shutdown: false,
     };
 
     /// One binding that ended with its worker busy; the guest then settled.
@@ -669,6 +673,21 @@ pub const DMA_UNBIND: Scenario = driver_scenario(
         ..DriverExpect::ENDED_BUSY
     },
 );
+/// The guest reboots with the stream running and a DMA in flight.
+pub const SHUTDOWN: Scenario = Scenario {
+    kernel_lines: &["reboot: Restarting system"],
+    ..driver_scenario(
+        "shutdown",
+        "the guest reboots while the driver keeps a DMA from the device running and one is in flight: the driver's shutdown stops the device (RESET), the adapter turns bus mastering off, and nothing of the binding's reaches the device after",
+        script!("shutdown"),
+        Machine::Device,
+        DriverExpect {
+            stream: true,
+            shutdown: true,
+            ..DriverExpect::BOUND
+        },
+    )
+};
 pub const DMA_SURPRISE: Scenario = driver_scenario(
     "dma-surprise",
     "the device vanishes while the stream runs, then device_del: the stream and the worker stop by themselves, no DMA after",
@@ -875,7 +894,19 @@ pub const IOMMU: &[&Scenario] = &[&DMA, &DMA_UNBIND, &DMA_SURPRISE, &SWEEP];
 
 /// Scenarios that fail today on a finding in upstream's code or its toolchain (docs/kernel-lines.md, "Two
 /// kernel lines"), run by name only (`--scenario`), so that the default run stays a gate.
-pub const FINDINGS: &[&Scenario] = &[&MAINLINE_ENABLE_LEAK, &MAINLINE_SPAWN_UNLOAD];
+pub const FINDINGS: &[&Scenario] = &[
+    &MAINLINE_ENABLE_LEAK,
+    &MAINLINE_SPAWN_UNLOAD,
+    &MAINLINE_SHUTDOWN,
+];
+
+/// 7.x's Rust `pci::Driver` has no shutdown: a driver cannot stop its device when the system
+/// goes down, and the PCI core clears bus mastering only for kexec.
+pub const MAINLINE_SHUTDOWN: Scenario = on_mainline(
+    "mainline-shutdown",
+    "Linux 7.x, `driver-mainline`: as shutdown; upstream's pci::Driver has no shutdown, so the stream's DMA goes on while the guest reboots",
+    SHUTDOWN,
+);
 
 /// 7.x's `Queue::try_spawn` is safe and its Rust workqueue has no cancel or flush: a module
 /// can go while a closure it spawned still runs (guest-kernel/findings-mainline).
@@ -920,6 +951,7 @@ pub const ALL: &[&Scenario] = &[
     &DMA,
     &DMA_UNBIND,
     &DMA_SURPRISE,
+    &SHUTDOWN,
     &MAINLINE_BOOT,
     &MAINLINE_KUNIT,
     &MAINLINE_PCI,
