@@ -131,7 +131,7 @@ fn left_running(device: &[Stopped]) -> String {
                 && 4 - a.offset < u64::from(a.size)
         })
         .filter_map(|a| a.value.map(|v| (v >> (8 * (4 - a.offset))) & 0x4 != 0))
-        .last()
+        .next_back()
         .unwrap_or(false);
     let last_dma = server.dma.iter().rev().find_map(|e| match e {
         DmaEvent::Dma {
