@@ -113,9 +113,11 @@ pub fn judge(
 }
 
 /// The device's own witness of reset recoveries: each whole-device reset it logged once a
-/// driver had turned interrupts on (the one at power-on comes before) must be followed in its
-/// access log by an INT_ENABLE write turning sources on before the next doorbell, and by a DMA
-/// that moved its data before any later reset. Returns how many there were.
+/// driver had turned interrupts on (the one at power-on comes before) and after which the
+/// device was used again (QEMU also resets a device it unplugs or powers off, which nothing
+/// uses after) must be followed in its access log by an INT_ENABLE write turning sources on
+/// before the next doorbell, and by a DMA that moved its data before any later reset. Returns
+/// how many there were.
 pub fn device_resets(device: &[Stopped]) -> Result<usize, String> {
     let mut n = 0;
     for server in device {
@@ -138,17 +140,17 @@ pub fn device_resets(device: &[Stopped]) -> Result<usize, String> {
         for (i, &at) in resets.iter().enumerate() {
             let until = resets.get(i + 1).copied().unwrap_or(u64::MAX);
             let mut after = server.log.iter().filter(|a| a.seq >= at && a.seq < until);
+            if !after.clone().any(|a| a.region == Region::Bar0) {
+                continue;
+            }
             let enabled = after.clone().find(enables).map(|a| a.seq);
             let doorbell = after
                 .find(|a| bar0_write(a, regmap::reg::CMD))
                 .map(|a| a.seq);
             match (enabled, doorbell) {
+                // Read, but no operation started: no recovery to judge.
+                (_, None) => continue,
                 (Some(e), Some(d)) if e < d => {}
-                (_, None) => {
-                    return Err(format!(
-                        "AER: after the device's reset before access #{at}, no operation was started on it"
-                    ))
-                }
                 (e, Some(d)) => {
                     return Err(format!(
                         "AER: after the device's reset before access #{at}, the doorbell #{d} came with its interrupts still off (INT_ENABLE turned on again: {e:?}): the driver did not re-initialise the device"
