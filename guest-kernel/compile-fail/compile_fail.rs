@@ -25,6 +25,10 @@
 //! - `spawn_in_module`: a closure of this module spawned on a system workqueue, which nothing
 //!   cancels or waits for, so it could run after the module was unloaded: `try_spawn` is
 //!   `unsafe` (its caller vouches that the code stays loaded), E0133;
+//! - `config_past_end`: a config space read at offset 0x100 of the conventional 256 bytes
+//!   (the `build_error` link error of `ConfigSpace`'s build-time bounds check);
+//! - `config_unbound`: config space of a device kept beyond probe (an `ARef<pci::Device>`,
+//!   which may no longer be bound), E0599;
 //! - `warns`: an unused variable: a warning fails the build, and fails every rebuild of the
 //!   same source (make would find the objects up to date and print nothing).
 
@@ -39,6 +43,12 @@ const SIZE: usize = 16;
 const OFFSET: usize = SIZE - 4;
 #[cfg(past_end)]
 const OFFSET: usize = SIZE;
+
+/// A config space offset: the last dword of the conventional 256 bytes, or one past them.
+#[cfg(not(config_past_end))]
+const CONFIG_OFFSET: usize = 0xfc;
+#[cfg(config_past_end)]
+const CONFIG_OFFSET: usize = 0x100;
 
 struct CompileFail;
 
@@ -69,6 +79,8 @@ impl Kept {
         }
         #[cfg(spawn_in_module)]
         kernel::workqueue::system().try_spawn(GFP_KERNEL, || pr_info!("after unload?\n"))?;
+        #[cfg(config_unbound)]
+        let _id = self.pdev.config_space().read16(0);
         #[cfg(warns)]
         let unused = 0;
         dev_info!(self.pdev, "kept {}\n", self.bar.try_access().is_some());
@@ -107,6 +119,12 @@ impl pci::Driver for CompileFail {
         let bar = pdev.iomap_region_sized::<SIZE>(0, c_str!("compile_fail"))?;
         let io = bar.access(pdev.as_ref())?;
         dev_info!(pdev, "register {:#x} = {:#x}\n", OFFSET, io.readl(OFFSET));
+        dev_info!(
+            pdev,
+            "config {:#x} = {:#x}\n",
+            CONFIG_OFFSET,
+            pdev.config_space().read32(CONFIG_OFFSET)
+        );
         let kept = Kept {
             pdev: pdev.into(),
             bar,

@@ -368,6 +368,12 @@ use core::{marker::PhantomData, ops::Deref, ptr::NonNull};
 
 pub use crate::device::{Bound, Core, Normal};
 
+mod config;
+pub use config::{
+    Capabilities, Capability, ConfigSpace, Conventional, ExtCapabilities, ExtCapability, Extended,
+    Size,
+};
+
 /// Matches any vendor, device, subvendor or subdevice (C's `PCI_ANY_ID`).
 ///
 /// # Examples

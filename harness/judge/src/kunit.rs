@@ -139,6 +139,7 @@ pub const DOCTESTS: &[(&str, usize, &[Arch])] = &[
     ("revocable", 9, &Arch::ALL),
     ("devres", 11, &Arch::ALL),
     ("pci", 37, &Arch::ALL),
+    ("pci_config", 1, &Arch::ALL),
     ("dma", 33, &Arch::ALL),
     ("irq", 5, &Arch::ALL),
     ("driver", 5, &Arch::ALL),

@@ -462,7 +462,9 @@ pub const KUNIT: Scenario = Scenario {
     // module's bind `edu`, which raises interrupts when told to, and the dma
     // module's, which copies to and from memory. `edu` masks the addresses it
     // uses to 28 bits by default, below the guest memory of arm64 and riscv64.
-    stock_devices: &["pci-testdev", "edu,dma_mask=0xffffffff"],
+    // The pci module's config space examples bind `e1000e`, a PCI Express function with
+    // extended capabilities (no driver of the kernel's claims it).
+    stock_devices: &["pci-testdev", "edu,dma_mask=0xffffffff", "e1000e"],
     check: Check::Kunit,
     ..Scenario::runner("kunit", script!("kunit"), Duration::from_secs(300))
 };

@@ -169,6 +169,20 @@ pub const MISTAKES: &[Mistake] = &[
         only: &[],
     },
     Mistake {
+        name: "a config space read past its 256 bytes",
+        var: "CONFIG_PAST_END=y",
+        needles: &["build_error"],
+        builds: 1,
+        only: &[],
+    },
+    Mistake {
+        name: "config space of a device that may be unbound",
+        var: "CONFIG_UNBOUND=y",
+        needles: &["E0599", "config_space"],
+        builds: 1,
+        only: &[],
+    },
+    Mistake {
         name: "a warning, built twice",
         var: "WARNS=y",
         needles: &["warning: unused variable"],
