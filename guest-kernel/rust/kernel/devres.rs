@@ -737,6 +737,68 @@ impl<T: Send + 'static> Devres<T> {
     ///     Ok(v.access(dev)?.len())
     /// }
     /// ```
+    ///
+    /// Another device, even a bound one, is refused: a driver bound to two devices (QEMU's
+    /// `pci-testdev` and `edu`; this test expects both) tries, in its second probe, the value
+    /// of the first.
+    ///
+    /// ```
+    /// use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+    /// use kernel::{c_str, devres::Devres, driver::Registration, pci, sync::Arc};
+    /// use kernel::types::ForeignOwnable;
+    ///
+    /// static FIRST: AtomicPtr<core::ffi::c_void> = AtomicPtr::new(core::ptr::null_mut());
+    /// // Bit 0: the second probe got its own value; bit 1: the first's was refused (EINVAL).
+    /// static SEEN: AtomicU32 = AtomicU32::new(0);
+    ///
+    /// struct Two;
+    /// kernel::pci_device_table!(IDS, (), [
+    ///     (pci::DeviceId::from_id(0x1b36, 0x0005), ()),
+    ///     (pci::DeviceId::from_id(0x1234, 0x11e8), ()),
+    /// ]);
+    /// impl pci::Driver for Two {
+    ///     type IdInfo = ();
+    ///     const ID_TABLE: pci::IdTable<()> = IDS;
+    ///     type Data = Arc<Devres<u32>>;
+    ///
+    ///     fn probe(pdev: &pci::Device<pci::Core>, _info: &()) -> Result<Self::Data> {
+    ///         let own = Arc::new(Devres::new(pdev.as_ref(), 7u32, GFP_KERNEL)?, GFP_KERNEL)?;
+    ///         let first = FIRST.load(Ordering::SeqCst);
+    ///         if first.is_null() {
+    ///             FIRST.store(own.clone().into_foreign().cast_mut(), Ordering::SeqCst);
+    ///         } else {
+    ///             // SAFETY: The first probe stored it with `into_foreign`; taken back only
+    ///             // after the registration is gone.
+    ///             let other = unsafe { <Arc<Devres<u32>> as ForeignOwnable>::borrow(first) };
+    ///             if own.access(pdev.as_ref()) == Ok(&7) {
+    ///                 SEEN.fetch_or(1, Ordering::SeqCst);
+    ///             }
+    ///             if other.access(pdev.as_ref()).err() == Some(EINVAL) {
+    ///                 SEEN.fetch_or(2, Ordering::SeqCst);
+    ///             }
+    ///         }
+    ///         Ok(own)
+    ///     }
+    /// }
+    ///
+    /// // SAFETY: Built-in code has no module of its own; null is what it uses.
+    /// static MODULE: ThisModule = unsafe { ThisModule::from_ptr(core::ptr::null_mut()) };
+    ///
+    /// let reg = KBox::pin_init(
+    ///     Registration::<pci::Adapter<Two>>::new(c_str!("rust_doctest_devres_two"), &MODULE),
+    ///     GFP_KERNEL,
+    /// )?;
+    /// drop(reg);
+    /// // SAFETY: The first probe stored it with `into_foreign`; taken back only here.
+    /// drop(unsafe {
+    ///     <Arc<Devres<u32>> as ForeignOwnable>::from_foreign(FIRST.swap(
+    ///         core::ptr::null_mut(),
+    ///         Ordering::SeqCst,
+    ///     ))
+    /// });
+    /// assert_eq!(SEEN.load(Ordering::SeqCst), 3);
+    /// # Ok::<(), Error>(())
+    /// ```
     #[inline]
     pub fn access<'a>(&'a self, dev: &'a Device<Bound>) -> Result<&'a T> {
         if !core::ptr::eq(dev.as_raw(), self.inner.dev.as_raw()) {

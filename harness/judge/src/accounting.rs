@@ -261,6 +261,18 @@ impl<'a> Log<'a> {
                 last_read = a.value;
                 reads += 1;
             } else {
+                // The device's access is the report after the next: the next one never
+                // reached it.
+                let mut ahead = claims.clone();
+                if let (Some(c), Some(after)) = (ahead.next(), ahead.next()) {
+                    if reports(after, a) {
+                        return Err(format!(
+                            "binding {k}: the driver reported {}, which the device never saw (its next access, {}, is the report after it)",
+                            claimed(c),
+                            show(Some(a))
+                        ));
+                    }
+                }
                 return Err(format!(
                     "binding {k}: the device saw {}, which is neither the driver's next report ({}) nor a worker read it counted ({reads} of {})",
                     show(Some(a)),
@@ -686,6 +698,13 @@ mod tests {
         // A fake claim after probe (e.g. written to /dev/kmsg by user space).
         let mut console = REBIND.to_vec();
         console.insert(4, "pci_rig 0000:01:00.0: # mmio w bar0 0x8 4 0xdead");
+        let e = check(&console, &rebind_log()).unwrap_err();
+        assert!(
+            e.contains("binding 1: the driver reported write bar0 0x8 size 4 value 0xdead, which the device never saw (its next access, #5 write bar0 0x50"),
+            "{e}"
+        );
+        // Not the report after it either: the device's access is what is wrong.
+        console.remove(6);
         let e = check(&console, &rebind_log()).unwrap_err();
         assert!(
             e.contains("binding 1: the device saw #5 write bar0 0x50")

@@ -137,7 +137,7 @@ pub const EXPECTED_SKIPS: &[ExpectedSkip] = &[];
 pub const DOCTESTS: &[(&str, usize, &[Arch])] = &[
     ("io", 40, &Arch::ALL),
     ("revocable", 9, &Arch::ALL),
-    ("devres", 11, &Arch::ALL),
+    ("devres", 12, &Arch::ALL),
     ("pci", 37, &Arch::ALL),
     ("pci_config", 1, &Arch::ALL),
     ("dma", 33, &Arch::ALL),
