@@ -176,7 +176,7 @@ pub fn prepare(
         initrd,
         driver,
         platform,
-        slowdown: flavor.slowdown(),
+        slowdown: flavor.slowdown(arch),
     })
 }
 
