@@ -190,7 +190,14 @@ pub enum Fate {
     Survived { passed: Vec<String> },
     /// It did not build (or built with a warning).
     Unviable { why: String },
+    /// The rig could not boot it for a reason no mutant of ours causes: the kernel or the
+    /// image did not build. No evidence either way, and never the catalog's expectation.
+    NoVerdict { why: String },
 }
+
+/// How a failed kernel or image build fails every scenario (`run`'s words): not the mutant's
+/// doing, since mutants change modules and the device, never the kernel.
+const KERNEL_NOT_BUILT: &str = "kernel or image build failed";
 
 /// How the build of a mutant's module fails every scenario that needs it
 /// (`run`'s words).
@@ -205,6 +212,14 @@ pub fn fate(outcomes: &[Outcome]) -> Fate {
     if let Some(o) = outcomes.iter().find(unbuilt) {
         return Fate::Unviable {
             why: o.reason.lines().take(6).collect::<Vec<_>>().join("\n"),
+        };
+    }
+    if let Some(o) = outcomes
+        .iter()
+        .find(|o| o.reason.starts_with(KERNEL_NOT_BUILT))
+    {
+        return Fate::NoVerdict {
+            why: headline(&o.reason),
         };
     }
     match outcomes.iter().find(|o| o.verdict == Verdict::Fail) {
@@ -498,6 +513,9 @@ fn surprise(j: &Judged) -> Option<String> {
         (Fate::Unviable { .. }, _) => Some(format!(
             "{name} did not build: fix its `find`/`replace` in {CATALOG}"
         )),
+        (Fate::NoVerdict { why }, _) => Some(format!(
+            "{name} got no verdict ({why}): the tree itself does not build; fix it and run the mutant again"
+        )),
         (Fate::Survived { .. }, None) => Some(format!(
             "{name} survived, but the catalog expects it caught: a rule stopped catching it"
         )),
@@ -541,6 +559,7 @@ fn describe(f: &Fate) -> String {
         Fate::Caught { scenario, reason } => format!("caught by {scenario}: {reason}"),
         Fate::Survived { passed } => format!("SURVIVED ({} passed)", passed.join(", ")),
         Fate::Unviable { why } => format!("unviable: {}", why.lines().next().unwrap_or("")),
+        Fate::NoVerdict { why } => format!("no verdict: {why}"),
     }
 }
 
@@ -555,6 +574,7 @@ pub fn table(judged: &[Judged]) -> String {
             }
             Fate::Survived { passed } => ("SURVIVED", format!("passed {}", passed.join(", "))),
             Fate::Unviable { .. } => ("unviable", String::new()),
+            Fate::NoVerdict { why } => ("no verdict", why.clone()),
         };
         out.push_str(&format!(
             "{:<30} {:<22} {:<9} {by}\n",
@@ -624,6 +644,13 @@ mod tests {
             "the platform modules did not build; the platform and cpufreq scenarios will fail",
         );
         assert!(matches!(fate(&[platform_not]), Fate::Unviable { .. }));
+        // The kernel did not build: the tree's fault, not the mutant's catch.
+        let kernel_not = outcome(
+            "dma",
+            Verdict::Fail,
+            "kernel or image build failed: kernel x86_64 built with 1 warning(s) in our files",
+        );
+        assert!(matches!(fate(&[kernel_not]), Fate::NoVerdict { .. }));
         let caught = fate(&[
             outcome("probe", Verdict::Pass, "ok"),
             outcome("unbind", Verdict::Fail, "binding 1: INT_ACK write #9\nmore"),
