@@ -288,6 +288,7 @@ unsafe extern "C" fn on_access(vcpu: c_uint, info: MemInfo, vaddr: u64, pc: *mut
     out.seq += 1;
     let rec = Record {
         seq: out.seq,
+        ns: monotonic_ns(),
         vcpu,
         pc: pc as usize as u64,
         vaddr,
@@ -335,6 +336,18 @@ unsafe extern "C" fn on_exit(_userdata: *mut c_void) {
     if let Some(e) = &out.error {
         eprintln!("mmio-oracle: writing the log failed: {e}");
     }
+}
+
+/// The host's CLOCK_MONOTONIC in ns: the clock of the device server's log and of the host's
+/// marks (`record`'s `ns`).
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes the timespec we pass, which outlives the call.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! ```text
 //! {"plugin":"mmio-oracle","api":7,"target":"x86_64","qemu_api":[7,7],"watch":[[4261412864,4096]]}
 //! {"armed":{"seq":1,"flushed":true}}
-//! {"seq":2,"vcpu":0,"pc":18446744071583086657,"vaddr":18446683600570056704,"addr":4261412864,"size":4,"kind":"read","value":1346978889,"io":true}
+//! {"seq":2,"ns":81234567890,"vcpu":0,"pc":18446744071583086657,"vaddr":18446683600570056704,"addr":4261412864,"size":4,"kind":"read","value":1346978889,"io":true}
 //! {"end":{"records":2}}
 //! ```
 //!
@@ -16,6 +16,9 @@
 //! started, before anything was translated. `records` counts every line
 //! with a `seq`, the `armed` one included.
 //!
+//! `ns` is the host's CLOCK_MONOTONIC when the access was made (the clock of
+//! the device server's log and of the host's marks), so that an access can be
+//! placed between two moments the host marked while the guest waited.
 //! `pc` is the virtual address of the instruction that made the access,
 //! `vaddr`/`addr` the virtual and physical address accessed, `value` what a
 //! read returned or a write stored (host order, zero-extended; accesses wider
@@ -29,6 +32,7 @@ use std::fmt::Write;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Record {
     pub seq: u64,
+    pub ns: u64,
     pub vcpu: u32,
     pub pc: u64,
     pub vaddr: u64,
@@ -45,8 +49,15 @@ impl Record {
         let kind = if self.write { "write" } else { "read" };
         let _ = write!(
             out,
-            r#"{{"seq":{},"vcpu":{},"pc":{},"vaddr":{},"addr":{},"size":{},"kind":"{kind}","value":{}"#,
-            self.seq, self.vcpu, self.pc, self.vaddr, self.addr, self.size, self.value as u64,
+            r#"{{"seq":{},"ns":{},"vcpu":{},"pc":{},"vaddr":{},"addr":{},"size":{},"kind":"{kind}","value":{}"#,
+            self.seq,
+            self.ns,
+            self.vcpu,
+            self.pc,
+            self.vaddr,
+            self.addr,
+            self.size,
+            self.value as u64,
         );
         if self.size > 8 {
             let _ = write!(out, r#","value_hi":{}"#, (self.value >> 64) as u64);
@@ -105,6 +116,7 @@ mod tests {
         let mut s = String::new();
         Record {
             seq: 3,
+            ns: 42,
             vcpu: 1,
             pc: 0xffff_ffff_8100_0000,
             vaddr: 0xffff_c900_0000_0010,
@@ -118,7 +130,7 @@ mod tests {
         assert_eq!(
             s,
             concat!(
-                r#"{"seq":3,"vcpu":1,"pc":18446744071578845184,"vaddr":18446683600570023952,"#,
+                r#"{"seq":3,"ns":42,"vcpu":1,"pc":18446744071578845184,"vaddr":18446683600570023952,"#,
                 r#""addr":4261412880,"size":4,"kind":"write","value":3735928559,"io":true}"#,
                 "\n"
             )
@@ -130,6 +142,7 @@ mod tests {
         let mut s = String::new();
         Record {
             seq: 1,
+            ns: 0,
             vcpu: 0,
             pc: 0,
             vaddr: 0,

@@ -104,6 +104,13 @@ enum Cmd {
         /// The seed of the sampled sweep (default: new each run, printed).
         #[arg(long, value_name = "SEED", conflicts_with = "sweep_point")]
         sweep_seed: Option<u64>,
+        /// A PCI driver module pci-rig did not write: DIR holds its Kbuild (or Makefile,
+        /// `obj-m := NAME.o`) and sources. It is built against each kernel asked for and run,
+        /// on the device its id table names (ours or QEMU's pci-testdev), through the
+        /// `module-*` scenarios (by default all of them, on the 6.12 line unless --kernel
+        /// says otherwise), judged without its lines (docs/foreign.md).
+        #[arg(long, value_name = "DIR")]
+        module: Option<PathBuf>,
     },
     /// Plant each mutant of harness/mutants.toml (a small realistic bug in one of our
     /// modules) in a scratch copy, build it, boot the scenarios it names and say whether the
@@ -315,7 +322,15 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 ..flavor(debug)
             };
             for a in arch.0 {
-                let p = run::prepare(&paths, &tc, a, &flavor, &out, kernel == Line::Lts, None)?;
+                let p = run::prepare(
+                    &paths,
+                    &tc,
+                    a,
+                    &flavor,
+                    &out,
+                    kernel == Line::Lts,
+                    run::Sources::default(),
+                )?;
                 eprintln!("build: {a}: {} + {}", p.image.display(), p.initrd.display());
             }
         }
@@ -335,6 +350,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
             sweep,
             sweep_point,
             sweep_seed,
+            module,
         } => {
             let plan = match (sweep, sweep_seed) {
                 _ if !sweep_point.is_empty() => rig::sweep::Plan::Points(sweep_point),
@@ -348,6 +364,34 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 s => s.map(|s| s.0),
             };
             let dma_path = dma_path(iommu, bounce, &arch.0)?;
+            let module = module
+                .map(|dir| {
+                    let dir = anyhow::Context::with_context(dir.canonicalize(), || {
+                        format!("--module {}: no such directory", dir.display())
+                    })?;
+                    rig::run::foreign::module_name(&dir)?;
+                    anyhow::Ok(dir)
+                })
+                .transpose()?;
+            // With a module, its scenarios, on the lines asked for (6.12 unless --kernel).
+            let scenario = match (scenario, &module) {
+                (None, Some(_)) => Some(
+                    scenario::FOREIGN
+                        .iter()
+                        .copied()
+                        .filter(|s| match kernel.as_deref() {
+                            None | Some("6.12") => s.line == Line::Lts,
+                            Some("7") => s.line == Line::Mainline,
+                            Some(_) => true,
+                        })
+                        .collect(),
+                ),
+                (s, _) => s,
+            };
+            let kernel = match (kernel, &module) {
+                (None, Some(_)) => Some("6.12".to_string()),
+                (k, _) => k,
+            };
             let asked = scenario.is_some();
             let scenarios = match (soak, scenario) {
                 (true, _) => scenario::SOAK.to_vec(),
@@ -386,6 +430,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 modules: None,
                 device: None,
                 dma_path,
+                foreign: module,
             };
             return run::test(&paths, &opts);
         }

@@ -391,6 +391,7 @@ fn oracle_cost(
                     modules: None,
                     device: None,
                     dma_path: Default::default(),
+                    foreign: None,
                 },
                 &sub,
             )?;
@@ -553,6 +554,7 @@ fn bench_boots(
         modules: None,
         device: None,
         dma_path: Default::default(),
+        foreign: None,
     }
 }
 

@@ -56,6 +56,12 @@ pub(crate) fn scenario_rules(
         Some(Err(e)) => return Err(Failed::new(Cause::Checks, e)),
         None => {}
     }
+    if matches!(s.check, Check::Module { .. }) {
+        match crate::foreign::judge(c, device) {
+            Ok(summary) => backed.push_str(&summary),
+            Err(e) => return Err(Failed::new(Cause::Device, e)),
+        }
+    }
     if matches!(s.check, Check::Sweep(_)) {
         match judge_sweep(s.name, c, device) {
             Ok((summary, n, points)) => {

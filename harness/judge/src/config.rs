@@ -49,6 +49,32 @@ impl Shadow {
     }
 }
 
+/// What of bus mastering and MSI the config writes `log` saw before `ns` (the host's clock)
+/// left on, with the registers' values; `None`: both off.
+pub fn on_at(log: &[Access], ns: u64) -> Option<String> {
+    let mut shadow = Shadow([0; 256]);
+    for a in log
+        .iter()
+        .take_while(|a| a.time_ns < ns)
+        .filter(|a| a.region == Region::Config && a.kind == Kind::Write)
+    {
+        shadow.write(a);
+    }
+    let on: Vec<&str> = [("bus mastering", shadow.master()), ("MSI", shadow.msi())]
+        .iter()
+        .filter(|(_, on)| *on)
+        .map(|(what, _)| *what)
+        .collect();
+    (!on.is_empty()).then(|| {
+        format!(
+            "{} on (command 0x{:x}, MSI control 0x{:x})",
+            on.join(" and "),
+            shadow.word(COMMAND),
+            shadow.word(MSI_CONTROL)
+        )
+    })
+}
+
 /// Checks every ended binding (`servers`: each device server's whole log,
 /// in attach order); returns how many were checked.
 pub fn quiesced(ended: &[Ended], servers: &[&[Access]]) -> Result<usize, String> {

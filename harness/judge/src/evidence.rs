@@ -31,6 +31,9 @@ pub struct Console {
     /// CLOCK_MONOTONIC in ns, the clock of the device's access log); filled
     /// in by the caller of `Guest::run`.
     pub injected_ns: Vec<u64>,
+    /// The moments the guest had the host write down, in order; filled in by the caller of
+    /// `Guest::run`.
+    pub marks: Vec<crate::requests::Mark>,
     /// What the host failed to do for the guest (a host action that failed, a device request
     /// the server refused), each with its reason; filled in by the caller of `Guest::run`.
     pub host_failures: Vec<String>,
@@ -58,6 +61,8 @@ pub struct Sealed {
     pub syslog: bool,
     pub events: Vec<serde_json::Value>,
     pub injected_ns: Vec<u64>,
+    #[serde(default)]
+    pub marks: Vec<crate::requests::Mark>,
     pub host_failures: Vec<String>,
     /// The MMIO oracle, when it watched: what the host knew when it armed it, or why its log
     /// could not be read (the log itself is `oracle.jsonl`).
@@ -86,6 +91,7 @@ pub fn seal(scenario: &str, c: &Console, device: &[Stopped], dirs: &[String]) ->
         syslog: c.syslog,
         events: c.events.clone(),
         injected_ns: c.injected_ns.clone(),
+        marks: c.marks.clone(),
         host_failures: c.host_failures.clone(),
         oracle: c
             .oracle
@@ -144,6 +150,7 @@ pub fn unseal(
         syslog: sealed.syslog,
         events: sealed.events.clone(),
         injected_ns: sealed.injected_ns.clone(),
+        marks: sealed.marks.clone(),
         host_failures: sealed.host_failures.clone(),
         oracle,
         phases: sealed.phases.clone(),

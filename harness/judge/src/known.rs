@@ -50,7 +50,9 @@ pub const KNOWN_FINDINGS: &[KnownFinding] = &[KnownFinding {
 pub fn known(s: &Scenario, kind: Splat, excerpt: &str) -> Option<&'static KnownFinding> {
     KNOWN_FINDINGS.iter().find(|k| {
         let slot = match s.machine {
-            Machine::Hotplug(slot) | Machine::StockHotplug(slot) => Some(slot),
+            Machine::Hotplug(slot) | Machine::StockHotplug(slot) | Machine::Module(Some(slot)) => {
+                Some(slot)
+            }
             _ => None,
         };
         k.splat == kind

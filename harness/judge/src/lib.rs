@@ -16,6 +16,7 @@ pub mod driver;
 mod driver_rules;
 mod evidence;
 pub mod figures;
+pub mod foreign;
 mod gates;
 mod judgement;
 pub mod known;

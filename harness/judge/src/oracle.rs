@@ -43,6 +43,9 @@ pub fn armed_in(text: &str) -> bool {
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 pub struct Seen {
     pub seq: u64,
+    /// The host's CLOCK_MONOTONIC at the access (0 in logs from before the plugin said).
+    #[serde(default)]
+    pub ns: u64,
     pub vcpu: u32,
     pub pc: u64,
     pub vaddr: u64,

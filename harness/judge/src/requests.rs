@@ -15,6 +15,17 @@ pub const DEVICE_DONE: &str = "pcirig-device-done";
 /// The same, when it could not be carried out.
 pub const DEVICE_FAILED: &str = "pcirig-device-failed";
 
+/// The host's answer on the guest's console to a `mark`: the moment is written down.
+pub const MARKED: &str = "pcirig-marked";
+
+/// A moment the guest had the host write down (`HostAction::Mark`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Mark {
+    pub name: String,
+    /// The host's CLOCK_MONOTONIC in ns when it read the request.
+    pub ns: u64,
+}
+
 /// What a guest's line asks of the host.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GuestRequest<'a> {
@@ -44,9 +55,14 @@ pub enum HostAction<'a> {
     /// `pcirig: host arm-oracle`: arm the MMIO oracle and answer on the
     /// guest's console once it is armed (`oracle::arm`).
     ArmOracle,
+    /// `pcirig: host mark NAME`: the host writes down the moment (its CLOCK_MONOTONIC, the
+    /// clock of the device's log and the MMIO oracle's) and answers `MARKED` on the console;
+    /// the guest waits for it, so what it did before happened before the mark and what it does
+    /// after, after (`foreign`'s binding windows).
+    Mark { name: &'a str },
 }
 
-const HOST_ACTIONS: &str = "unplug, replug, aer ID ERROR, arm-oracle";
+const HOST_ACTIONS: &str = "unplug, replug, aer ID ERROR, arm-oracle, mark NAME";
 
 impl<'a> GuestRequest<'a> {
     /// The request on a console line (timestamp stripped), if it is one;
@@ -72,6 +88,7 @@ impl<'a> GuestRequest<'a> {
             ["replug"] => Ok(GuestRequest::Host(HostAction::Replug)),
             ["arm-oracle"] => Ok(GuestRequest::Host(HostAction::ArmOracle)),
             ["aer", id, error] => Ok(GuestRequest::Host(HostAction::Aer { id, error })),
+            ["mark", name] => Ok(GuestRequest::Host(HostAction::Mark { name })),
             _ => Err(format!(
                 "unknown host action `{action}`; valid: {HOST_ACTIONS}"
             )),
@@ -128,6 +145,10 @@ mod tests {
                 error: "POISON_TLP"
             })
         );
+        assert_eq!(
+            p("pcirig: host mark ended"),
+            host(HostAction::Mark { name: "ended" })
+        );
         assert_eq!(p(DONE), None);
         assert_eq!(p("pcirig: hosting"), None);
     }
@@ -137,6 +158,7 @@ mod tests {
         for bad in [
             "pcirig: host unplugg",
             "pcirig: host aer rp0",
+            "pcirig: host mark",
             "pcirig: host ",
         ] {
             let e = GuestRequest::parse(bad).unwrap().unwrap_err();

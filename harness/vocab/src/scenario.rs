@@ -52,6 +52,9 @@ pub enum Machine {
     /// No device of ours: one of QEMU's own (a scenario's `stock_devices`) behind the root
     /// port, unplugged through `Slot` likewise.
     StockHotplug(Slot),
+    /// The device a foreign module's id table names (`--module`): our device server, or QEMU's
+    /// pci-testdev, behind the root port `rp0` either way; unplugged through `Slot`, if any.
+    Module(Option<Slot>),
     /// No device of ours; QEMU's device tree edited for the scenario
     /// (`dt`): device-tree machines only.
     DeviceTree(crate::devicetree::Edit),
@@ -77,7 +80,9 @@ impl Machine {
     /// The architectures whose machine can do it; elsewhere it is skipped.
     pub fn arches(self) -> &'static [Arch] {
         match self {
-            Machine::Hotplug(Slot::Acpi) | Machine::StockHotplug(Slot::Acpi) => &[Arch::X86_64],
+            Machine::Hotplug(Slot::Acpi)
+            | Machine::StockHotplug(Slot::Acpi)
+            | Machine::Module(Some(Slot::Acpi)) => &[Arch::X86_64],
             // x86_64's q35 describes its devices in ACPI: no device tree.
             Machine::DeviceTree(_) => &[Arch::Arm64, Arch::Riscv64],
             _ => ALL_ARCHES,
@@ -99,7 +104,9 @@ impl Machine {
     pub fn qemu_args(self, arch: Arch) -> &'static [&'static str] {
         match (self, arch) {
             (
-                Machine::Hotplug(Slot::Pciehp) | Machine::StockHotplug(Slot::Pciehp),
+                Machine::Hotplug(Slot::Pciehp)
+                | Machine::StockHotplug(Slot::Pciehp)
+                | Machine::Module(Some(Slot::Pciehp)),
                 Arch::X86_64,
             ) => &[
                 "-global",
@@ -123,6 +130,12 @@ pub enum Check {
     /// accesses upstream's `rust_driver_pci` makes (it reports none itself): so many bindings'
     /// probes and unbinds, in order, and nothing more.
     UpstreamPci { bindings: usize },
+    /// A module pci-rig did not write (`--module`), judged without its lines (`judge::foreign`):
+    /// the runner's KTAP, and by the device's log and the MMIO oracle, nothing touched the
+    /// device outside the bindings the host marked, each ended binding left bus mastering and
+    /// MSI off, and every DMA hit a live mapping. `ours_only`: it needs our device (its fault
+    /// knobs); skipped for a module of pci-testdev.
+    Module { ours_only: bool },
     /// Broken guests on purpose (`SELFTEST_CASES`).
     SelfTest,
     /// The runner's KTAP, and the device's log holds exactly the `# mmio`
@@ -935,6 +948,70 @@ pub const MAINLINE_ENABLE_LEAK: Scenario = Scenario {
     )
 };
 
+/// A foreign module (`--module DIR`) through probe, unbind and rebind.
+pub const MODULE_PROBE: Scenario = Scenario {
+    about: "a module pci-rig did not write (`--module`), on the device its id table names (ours or pci-testdev): loaded, bound, unbound, bound again, unloaded; nothing touches the device outside the bindings the host marked",
+    machine: Machine::Module(None),
+    check: Check::Module { ours_only: false },
+    ..Scenario::runner(
+        "module-probe",
+        script!("module-probe"),
+        Duration::from_secs(120),
+    )
+};
+
+/// A foreign module's device hot-unplugged under it (pciehp).
+pub const MODULE_UNPLUG: Scenario = Scenario {
+    about: "a foreign module (`--module`) bound to its device behind rp0, then device_del: pciehp ends the binding as the device goes, nothing touches it after, the module unloads",
+    machine: Machine::Module(Some(Slot::Pciehp)),
+    check: Check::Module { ours_only: false },
+    ..Scenario::runner(
+        "module-unplug",
+        script!("module-unplug"),
+        Duration::from_secs(120),
+    )
+};
+
+/// A foreign module's device stops answering, then goes.
+pub const MODULE_SURPRISE: Scenario = Scenario {
+    about: "a foreign module (`--module`) bound to our device, which starts answering all-ones (gone, as far as reads tell) before device_del; the guest lives on and the module unloads (our device only: pci-testdev has no such knob)",
+    machine: Machine::Module(Some(Slot::Pciehp)),
+    check: Check::Module { ours_only: true },
+    ..Scenario::runner(
+        "module-surprise",
+        script!("module-surprise"),
+        Duration::from_secs(120),
+    )
+};
+
+/// The foreign-module scenarios on the mainline line: the same guest parts and judge.
+pub const MAINLINE_MODULE_PROBE: Scenario = on_mainline(
+    "mainline-module-probe",
+    "the mainline line: as module-probe, the module built against Linux 7.x",
+    MODULE_PROBE,
+);
+pub const MAINLINE_MODULE_UNPLUG: Scenario = on_mainline(
+    "mainline-module-unplug",
+    "the mainline line: as module-unplug",
+    MODULE_UNPLUG,
+);
+pub const MAINLINE_MODULE_SURPRISE: Scenario = on_mainline(
+    "mainline-module-surprise",
+    "the mainline line: as module-surprise",
+    MODULE_SURPRISE,
+);
+
+/// What `cargo xtask test --module DIR` runs (each line's by `--kernel`): run with a module
+/// only, since it is the user's.
+pub const FOREIGN: &[&Scenario] = &[
+    &MODULE_PROBE,
+    &MODULE_UNPLUG,
+    &MODULE_SURPRISE,
+    &MAINLINE_MODULE_PROBE,
+    &MAINLINE_MODULE_UNPLUG,
+    &MAINLINE_MODULE_SURPRISE,
+];
+
 /// What `cargo xtask test` runs, in this order.
 pub const ALL: &[&Scenario] = &[
     &BOOT,
@@ -1033,7 +1110,13 @@ pub const DEBUG: &[&Scenario] = &[
 ];
 
 pub fn find(name: &str) -> Result<&'static Scenario, String> {
-    let known = || ALL.iter().chain(FINDINGS).chain(BY_NAME).copied();
+    let known = || {
+        ALL.iter()
+            .chain(FINDINGS)
+            .chain(BY_NAME)
+            .chain(FOREIGN)
+            .copied()
+    };
     known().find(|s| s.name == name).ok_or_else(|| {
         let names: Vec<&str> = known().map(|s| s.name).collect();
         format!("unknown scenario `{name}`; valid: {}", names.join(", "))
@@ -1054,6 +1137,7 @@ pub fn scripts() -> Vec<(&'static str, &'static str)> {
         .chain([&BENCH_INTX])
         .chain(BY_NAME.iter().copied())
         .chain(FINDINGS.iter().copied())
+        .chain(FOREIGN.iter().copied())
         .filter(|s| !s.script.is_empty())
         .map(|s| (s.script_name(), s.script))
         .collect();

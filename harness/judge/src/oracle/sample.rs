@@ -124,6 +124,7 @@ mod tests {
     fn seen(seq: u64, kind: Kind, off: u64, size: u32, value: u64) -> Seen {
         Seen {
             seq,
+            ns: seq,
             vcpu: 0,
             pc: 0,
             vaddr: 0,

@@ -44,6 +44,7 @@ fn unbind_console() -> Vec<String> {
 fn seen(seq: u64, addr: u64, value: u64, kind: &str) -> Seen {
     Seen {
         seq,
+        ns: seq,
         vcpu: 0,
         pc: 0xffff_ffff_8100_0000,
         vaddr: 0xffff_c900_0000_0000 + (addr & 0xfff),

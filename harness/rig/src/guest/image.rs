@@ -15,6 +15,9 @@ pub struct Contents<'a> {
     pub scripts: &'a [(&'a str, &'a str)],
     /// Modules placed flat in /lib/modules.
     pub modules: &'a [PathBuf],
+    /// A module pci-rig did not write (`--module`), in /lib/modules/foreign: apart, since it
+    /// may share its name with one of the kernel's (upstream's samples).
+    pub foreign: Option<&'a Path>,
 }
 
 pub fn build(c: &Contents, out: &Path) -> Result<()> {
@@ -27,6 +30,7 @@ pub fn build(c: &Contents, out: &Path) -> Result<()> {
         "tmp",
         "lib",
         "lib/modules",
+        "lib/modules/foreign",
         "scenarios",
     ] {
         a.dir(d);
@@ -42,6 +46,13 @@ pub fn build(c: &Contents, out: &Path) -> Result<()> {
     }
     for m in c.modules {
         a.file(&format!("lib/modules/{}", file_name(m)), 0o644, &read(m)?);
+    }
+    if let Some(m) = c.foreign {
+        a.file(
+            &format!("lib/modules/foreign/{}", file_name(m)),
+            0o644,
+            &read(m)?,
+        );
     }
     std::fs::write(out, a.finish()).with_context(|| format!("writing {}", out.display()))
 }

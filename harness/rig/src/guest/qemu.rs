@@ -263,6 +263,7 @@ impl Guest<'_> {
             events: std::mem::take(&mut qmp.events),
             host_failures: Vec::new(),
             injected_ns: Vec::new(),
+            marks: Vec::new(),
             oracle: None,
             phases: phases.finish(ms(exited)),
         })

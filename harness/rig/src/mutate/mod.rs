@@ -376,6 +376,7 @@ fn test_options(
         modules,
         device,
         dma_path: opts.dma_path,
+        foreign: None,
     }
 }
 

@@ -2,6 +2,7 @@
 //! out while it runs, its evidence gathered, sealed and judged.
 
 use super::evidence::seal;
+use super::foreign::Device;
 use super::host_actions::HostSide;
 use super::*;
 use crate::arch::Arch;
@@ -123,6 +124,19 @@ impl DmaPath {
 }
 
 impl Rig<'_> {
+    /// Whether `s` boots with our device server: its machine has it, or it is a foreign
+    /// module's whose id table names it.
+    fn with_server(&self, s: &Scenario) -> bool {
+        s.machine.has_device()
+            || matches!(s.machine, scenario::Machine::Module(_))
+                && self.foreign_device() == Some(Device::Ours)
+    }
+
+    /// The device of the foreign module built for this kernel, if one did.
+    fn foreign_device(&self) -> Option<Device> {
+        Some(self.p.foreign.as_ref()?.as_ref().ok()?.device)
+    }
+
     pub(super) fn guest<'a>(&'a self, s: &Scenario, dir: &'a Path) -> Guest<'a> {
         let arch = self.p.kernel.arch;
         let path = self.dma_path.for_scenario(s, arch);
@@ -152,6 +166,15 @@ impl Rig<'_> {
                 .collect(),
         };
         g.cmdline.push_str(path.cmdline(arch));
+        if let (scenario::Machine::Module(_), Some(Ok(m))) = (s.machine, &self.p.foreign) {
+            g.cmdline.push_str(&m.cmdline());
+            if m.device == Device::Testdev {
+                g.extra_args.extend([
+                    "-device".into(),
+                    format!("pci-testdev,bus=rp0,id={}", device::QEMU_ID),
+                ]);
+            }
+        }
         if matches!(s.check, Check::Driver(_) | Check::Sweep(_)) {
             // The DMA core's own record of every mapping, on the console in printk order with
             // the driver's lines (judge/dma_core.rs).
@@ -172,7 +195,7 @@ impl Rig<'_> {
     fn boot(&self, s: &Scenario, dir: &Path) -> Result<(Console, Vec<Stopped>, Timings)> {
         let dir = qemu::boot_dir(dir)?;
         let sockets = qemu::socket_dir(&dir)?;
-        let bin = match (s.machine.has_device(), self.device) {
+        let bin = match (self.with_server(s), self.device) {
             (true, Some(bin)) => Some(bin),
             (true, None) => bail!(
                 "scenario {} needs the device server, which was not built",
@@ -215,6 +238,7 @@ impl Rig<'_> {
         })?;
         console.host_failures = host.failures;
         console.injected_ns = host.injected_ns;
+        console.marks = host.marks;
         if oracle {
             let log = crate::guest::oracle::read(&dir.join(crate::judge::oracle::LOG));
             console.oracle = Some(log.map(|mut log| {
@@ -239,7 +263,10 @@ impl Rig<'_> {
         // The sweep's servers may die at a write (`die`); PCI_RIG_POSTED_WRITES=on keeps
         // QEMU's posted writes there, to reproduce its abort (docs/sweep.md).
         let posted = std::env::var("PCI_RIG_POSTED_WRITES").is_ok_and(|v| v == "on");
-        server.unposted_writes = matches!(s.check, Check::Sweep(_)) && !posted;
+        // A foreign module's accesses are placed against the host's marks by the time the
+        // device saw them: an unposted write reached it before the guest went on.
+        server.unposted_writes =
+            matches!(s.check, Check::Sweep(_) | Check::Module { .. }) && !posted;
         Ok(server)
     }
 
@@ -266,7 +293,8 @@ impl Rig<'_> {
         // The oracle watches the machine's PCI windows in every boot with
         // our device, except the benchmark's, whose figures are MMIO costs
         // it would distort; and the platform demo node's window.
-        let watched = s.machine.has_device() || matches!(s.check, Check::UpstreamPci { .. });
+        let watched = s.machine.has_device()
+            || matches!(s.check, Check::UpstreamPci { .. } | Check::Module { .. });
         let windows = if watched && !matches!(s.check, Check::Bench) {
             Some(crate::guest::oracle::windows(g.arch).to_vec())
         } else {
@@ -308,6 +336,32 @@ impl Rig<'_> {
         }
         if let (scenario::Machine::DeviceTree(_), Err(e)) = (s.machine, &self.p.platform) {
             return Judgement::plain(Verdict::Fail, e.clone());
+        }
+        if let Check::Module { ours_only } = s.check {
+            match &self.p.foreign {
+                None => {
+                    return Judgement::plain(
+                        Verdict::Fail,
+                        format!("{} runs a module given with --module DIR; none was", s.name),
+                    )
+                }
+                Some(Err(e)) => {
+                    return Judgement::plain(
+                        Verdict::Fail,
+                        format!("the module given with --module did not build: {e}"),
+                    )
+                }
+                Some(Ok(m)) if ours_only && m.device == Device::Testdev => {
+                    return Judgement::plain(
+                        Verdict::Skip,
+                        format!(
+                            "{} binds pci-testdev, which has no fault knobs; {} needs our device",
+                            m.name, s.name
+                        ),
+                    )
+                }
+                Some(Ok(_)) => {}
+            }
         }
         let plain = |(verdict, reason)| Judgement::plain(verdict, reason);
         let result = match s.check {

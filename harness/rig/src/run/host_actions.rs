@@ -6,7 +6,7 @@ use crate::guest::console;
 use crate::guest::device::{self, DeviceServer};
 use crate::guest::qemu;
 use crate::guest::qmp::Qmp;
-use crate::guest::requests::{DEVICE_DONE, DEVICE_FAILED};
+use crate::guest::requests::{Mark, DEVICE_DONE, DEVICE_FAILED, MARKED};
 use crate::guest::{GuestRequest, HostAction};
 use crate::judge::driver;
 use crate::judge::oracle::HostArmed;
@@ -31,6 +31,8 @@ pub(super) struct HostSide<'a> {
     pub(super) failures: Vec<String>,
     /// When each AER error was injected (the host's CLOCK_MONOTONIC, the device log's clock).
     pub(super) injected_ns: Vec<u64>,
+    /// The moments the guest had written down (`mark NAME`), in order.
+    pub(super) marks: Vec<Mark>,
     /// What the host knew when it armed the oracle.
     pub(super) armed: Option<HostArmed>,
     pub(super) timings: Timings,
@@ -56,6 +58,7 @@ impl<'a> HostSide<'a> {
             actions: std::fs::File::create(dir.join("host-actions.log"))?,
             failures: Vec::new(),
             injected_ns: Vec::new(),
+            marks: Vec::new(),
             armed: None,
             timings: Timings::new(),
             unplugs: 0,
@@ -95,6 +98,17 @@ impl<'a> HostSide<'a> {
             })) => self.on_device_request(json, must_refuse, answer, console_in)?,
             Some(Ok(GuestRequest::Host(HostAction::ArmOracle))) => {
                 self.on_arm_oracle(text, console_in)?
+            }
+            Some(Ok(GuestRequest::Host(HostAction::Mark { name }))) => {
+                // The time first: the guest did all it did before this line.
+                let ns = qemu_device::transport::monotonic_ns();
+                self.marks.push(Mark {
+                    name: name.to_string(),
+                    ns,
+                });
+                writeln!(console_in, "{MARKED}")?;
+                console_in.flush()?;
+                writeln!(self.actions, "{text} -> marked at {ns} ns")?;
             }
             Some(Ok(GuestRequest::Host(action))) => self.on_host_action(text, action, qmp)?,
         }
@@ -304,7 +318,9 @@ fn host_action(
     unplugs: &mut usize,
 ) -> Result<String> {
     match (action, bin) {
-        (HostAction::ArmOracle, _) => bail!("arming the MMIO oracle is not a machine action"),
+        (HostAction::ArmOracle | HostAction::Mark { .. }, _) => {
+            bail!("arming the MMIO oracle or marking a moment is not a machine action")
+        }
         (HostAction::Unplug, _) => {
             *unplugs += 1;
             qmp.execute("device_del", serde_json::json!({ "id": device::QEMU_ID }))?;

@@ -5,6 +5,7 @@
 mod boot;
 mod cargo_checks;
 mod evidence;
+pub mod foreign;
 mod host_actions;
 mod prepare;
 pub mod report;
@@ -16,7 +17,7 @@ use boot::Rig;
 use cargo_checks::cargo_test;
 pub use cargo_checks::PURE_CRATES;
 pub use evidence::{rejudge, CONSOLE_LOG, EVIDENCE};
-pub use prepare::{prepare, setup, Prepared};
+pub use prepare::{prepare, setup, Prepared, Sources};
 pub use runner::scenarios;
 
 use crate::arch::Arch;
@@ -39,7 +40,7 @@ pub fn interactive(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<()> {
         kernel::unpack_source(paths, kernel::Line::Lts)
     })?;
     let run_dir = new_run_dir(paths)?;
-    let p = prepare(paths, &tc, arch, flavor, &run_dir, true, None)?;
+    let p = prepare(paths, &tc, arch, flavor, &run_dir, true, Sources::default())?;
     let bin = device::build_server(paths)?;
     let dir = qemu::boot_dir(&run_dir.join(format!("{arch}-shell")))?;
     let server = DeviceServer::start(&bin, &dir, &qemu::socket_dir(&dir)?, 0)?;
@@ -126,6 +127,8 @@ pub struct TestOptions {
     /// Boot this device server instead of building `qemu-device` (a device mutant's).
     pub device: Option<PathBuf>,
     pub dma_path: DmaPath,
+    /// A module pci-rig did not write (`--module DIR`), for the `module-*` scenarios.
+    pub foreign: Option<PathBuf>,
 }
 
 /// `cargo xtask test`. Returns whether every verdict passed.

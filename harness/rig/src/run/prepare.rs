@@ -1,6 +1,7 @@
 //! What a boot needs ready: the kernel of its line and arch, our modules built against it,
 //! the initramfs; and `cargo xtask setup`.
 
+use super::foreign::{self, Foreign};
 use crate::arch::Arch;
 use crate::guest::image;
 use crate::host::provision::{self, Toolchain};
@@ -40,6 +41,18 @@ pub struct Prepared {
     pub slowdown: u32,
     /// The kernel's `CONFIG_HZ`.
     pub hz: Option<u32>,
+    /// The foreign module (`--module`) built against this kernel, or why it is not: `None`
+    /// when none was given.
+    pub foreign: Option<std::result::Result<Foreign, String>>,
+}
+
+/// Where the out-of-tree modules' sources are.
+#[derive(Clone, Copy, Default)]
+pub struct Sources<'a> {
+    /// Our modules: `guest-kernel` unless a mutant's copy ([`TestOptions::modules`]).
+    pub guest: Option<&'a Path>,
+    /// A module pci-rig did not write (`--module`).
+    pub foreign: Option<&'a Path>,
 }
 
 pub fn setup(paths: &Paths, arches: &[Arch]) -> Result<Toolchain> {
@@ -63,8 +76,6 @@ pub fn setup(paths: &Paths, arches: &[Arch]) -> Result<Toolchain> {
 
 /// Builds the kernel (and our driver, when `with_driver`) and writes an
 /// initramfs into `out` (the run folder, so concurrent runs never share one).
-/// `modules`: where the out-of-tree modules' sources are (`guest-kernel`
-/// unless a mutant's copy, [`TestOptions::modules`]).
 pub fn prepare(
     paths: &Paths,
     tc: &Toolchain,
@@ -72,13 +83,15 @@ pub fn prepare(
     flavor: &Flavor,
     out: &Path,
     with_driver: bool,
-    modules: Option<&Path>,
+    sources: Sources,
 ) -> Result<Prepared> {
     let tree = kernel::lock(paths, arch, flavor)?;
     let kernel = kernel::build(paths, tc, &tree, flavor)?;
     let lts = flavor.line == kernel::Line::Lts;
     let in_tree = if lts { MODULES } else { MAINLINE_MODULES };
-    let guest = modules.map_or_else(|| paths.root.join("guest-kernel"), Path::to_path_buf);
+    let guest = sources
+        .guest
+        .map_or_else(|| paths.root.join("guest-kernel"), Path::to_path_buf);
     let mut modules: Vec<PathBuf> = in_tree.iter().map(|m| kernel.module(m)).collect();
     // The driver, its benchmarking sibling (loaded only by `bench`) and the
     // platform modules build in copies of their own: all at once. On
@@ -87,8 +100,11 @@ pub fn prepare(
         kernel::Line::Lts => ("driver", "bench"),
         kernel::Line::Mainline => ("driver-mainline", "bench-mainline"),
     };
-    let (driver, platform, findings) = std::thread::scope(|s| {
+    let (driver, platform, findings, foreign) = std::thread::scope(|s| {
         let k = &kernel;
+        let foreign = sources
+            .foreign
+            .map(|dir| s.spawn(move || foreign::build(tc, k, dir)));
         let platform = s.spawn(|| match lts {
             true => platform_modules(tc, k, &guest.join("platform")),
             false => Err("the platform modules are the 6.12 line's".to_string()),
@@ -121,7 +137,19 @@ pub fn prepare(
             let ko = kernel::module::build_external(tc, k, &dir, "pci_rig", &driver_shared);
             (ko, bench.join())
         });
-        (driver, platform.join(), findings.map(|f| f.join()))
+        (
+            driver,
+            platform.join(),
+            findings.map(|f| f.join()),
+            foreign.map(|f| f.join()),
+        )
+    });
+    let foreign = foreign.map(|f| {
+        let built = f.unwrap_or_else(|p| std::panic::resume_unwind(p));
+        built.map_err(|e| {
+            eprintln!("build: {arch}: the module given with --module did not build:\n{e:#}");
+            format!("{e:#}")
+        })
     });
     if let Some(findings) = findings {
         match findings.unwrap_or_else(|p| std::panic::resume_unwind(p)) {
@@ -166,6 +194,10 @@ pub fn prepare(
             images: &paths.root.join("images"),
             scripts: &scenario::scripts(),
             modules: &modules,
+            foreign: foreign
+                .as_ref()
+                .and_then(|f| f.as_ref().ok())
+                .map(|f| f.ko.as_path()),
         },
         &initrd,
     )?;
@@ -177,6 +209,7 @@ pub fn prepare(
         driver,
         platform,
         slowdown: flavor.slowdown(arch),
+        foreign,
     })
 }
 

@@ -33,7 +33,12 @@ pub(super) fn host_bins(
     boots_at_once: usize,
 ) -> Result<HostBins> {
     let device = match &opts.device {
-        _ if !opts.scenarios.iter().any(|s| s.machine.has_device()) => None,
+        _ if !opts.scenarios.iter().any(|s| {
+            s.machine.has_device() || matches!(s.machine, scenario::Machine::Module(_))
+        }) =>
+        {
+            None
+        }
         Some(server) => Some(server.clone()),
         None => Some(device::build_server(paths)?),
     };
@@ -42,7 +47,7 @@ pub(super) fn host_bins(
     let watched = opts.scenarios.iter().any(|s| {
         s.machine.has_device()
             || s.machine == scenario::Machine::DeviceTree(crate::guest::dt::Edit::Platform)
-            || matches!(s.check, Check::UpstreamPci { .. })
+            || matches!(s.check, Check::UpstreamPci { .. } | Check::Module { .. })
     });
     // vcpu-yield pays only where vCPUs outnumber the host's CPUs: a boot
     // alone pays for its translation callbacks and gains nothing (`probe`
@@ -173,7 +178,10 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
                                 &t.flavor,
                                 dir,
                                 with_driver,
-                                opts.modules.as_deref(),
+                                Sources {
+                                    guest: opts.modules.as_deref(),
+                                    foreign: opts.foreign.as_deref(),
+                                },
                             ));
                         }
                         schedule::Task::Run(job) => {
