@@ -8,15 +8,6 @@
 # The host judges each point by the driver's lines and the device's log.
 # plan: 5 per point
 check device_present find_dev
-# arm KIND AT [writes]: arms the device's fault and waits until it is.
-arm() {
-    device_sync "{\"cmd\":\"arm_fault\",\"kind\":\"$1\",\"at\":$2,\"writes\":${3:-false}}"
-}
-# point_check POINT NAME COMMAND...: a check named after its point.
-point_check() {
-    point=$1; name=$2; shift 2
-    check "point_${point%%:*}_${point#*:}_$name" "$@"
-}
 # ended KIND AT: the faulted binding ends by rmmod; for an unplug, pciehp
 # or acpiphp removes the device too (the host sends device_del when the
 # fault strikes: during probe, so the removal comes first; at remove()'s

@@ -27,7 +27,18 @@ fn read(dir: &Path, name: &str) -> String {
 
 /// Judges the boot in `dir`, its access log edited by `edit` first.
 fn judged(dir: &Path, edit: impl Fn(String) -> String) -> judge::Judgement {
-    let sealed: judge::Sealed = serde_json::from_str(&read(dir, "evidence.json")).unwrap();
+    judged_with(dir, edit, |_| {})
+}
+
+/// Judges the boot in `dir`, its access log edited by `edit` and its sealed evidence by
+/// `edit_sealed` first.
+fn judged_with(
+    dir: &Path,
+    edit: impl Fn(String) -> String,
+    edit_sealed: impl Fn(&mut judge::Sealed),
+) -> judge::Judgement {
+    let mut sealed: judge::Sealed = serde_json::from_str(&read(dir, "evidence.json")).unwrap();
+    edit_sealed(&mut sealed);
     let scenario = vocab::scenario::find(&sealed.scenario).unwrap();
     let texts: Vec<(String, String)> = sealed
         .servers
@@ -117,6 +128,33 @@ fn a_scenario_that_needs_the_iommu_fails_without_it() {
     assert_eq!(j.verdict, vocab::verdict::Verdict::Fail, "{}", j.reason);
     assert!(
         j.reason.contains("no device into an IOMMU group"),
+        "{}",
+        j.reason
+    );
+}
+
+#[test]
+fn a_foreign_modules_boot_fails_once_its_first_binding_is_marked_ended_before_its_last_access() {
+    let dir = fixture("module-probe-pass");
+    let sealed: judge::Sealed = serde_json::from_str(&read(&dir, "evidence.json")).unwrap();
+    let (begin, end) = (sealed.marks[0].ns, sealed.marks[1].ns);
+    // The last BAR access the device saw inside the first binding's window.
+    let last = read(&dir, "device-access.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|a| a["region"] != "config")
+        .map(|a| a["time_ns"].as_u64().unwrap())
+        .filter(|t| (begin..=end).contains(t))
+        .max()
+        .unwrap();
+    let j = judged_with(&dir, |t| t, |s| s.marks[1].ns = last - 1);
+    assert_eq!(j.verdict, vocab::verdict::Verdict::Fail, "{}", j.reason);
+    assert!(j.reason.contains("after binding 1 ended"), "{}", j.reason);
+    // Without the device's log, the MMIO oracle still sees it.
+    let j = judged_with(&dir, |_| String::new(), |s| s.marks[1].ns = last - 1);
+    assert!(
+        j.reason.contains("MMIO oracle (inside QEMU)")
+            && j.reason.contains("after binding 1 ended"),
         "{}",
         j.reason
     );

@@ -984,6 +984,18 @@ pub const MODULE_SURPRISE: Scenario = Scenario {
     )
 };
 
+/// The removal-point sweep for a foreign module on our device.
+pub const MODULE_SWEEP: Scenario = Scenario {
+    about: "a foreign module (`--module`) on our device through the removal-point sweep: a vanish and an error fault at each of its first accesses (`sweep::foreign`), each binding ending cleanly in its marked window, a clean binding after each",
+    machine: Machine::Module(None),
+    check: Check::Module { ours_only: true },
+    ..Scenario::runner(
+        "module-sweep",
+        script!("module-sweep"),
+        Duration::from_secs(120),
+    )
+};
+
 /// The foreign-module scenarios on the mainline line: the same guest parts and judge.
 pub const MAINLINE_MODULE_PROBE: Scenario = on_mainline(
     "mainline-module-probe",
@@ -994,6 +1006,11 @@ pub const MAINLINE_MODULE_UNPLUG: Scenario = on_mainline(
     "mainline-module-unplug",
     "the mainline line: as module-unplug",
     MODULE_UNPLUG,
+);
+pub const MAINLINE_MODULE_SWEEP: Scenario = on_mainline(
+    "mainline-module-sweep",
+    "the mainline line: as module-sweep",
+    MODULE_SWEEP,
 );
 pub const MAINLINE_MODULE_SURPRISE: Scenario = on_mainline(
     "mainline-module-surprise",
@@ -1007,9 +1024,11 @@ pub const FOREIGN: &[&Scenario] = &[
     &MODULE_PROBE,
     &MODULE_UNPLUG,
     &MODULE_SURPRISE,
+    &MODULE_SWEEP,
     &MAINLINE_MODULE_PROBE,
     &MAINLINE_MODULE_UNPLUG,
     &MAINLINE_MODULE_SURPRISE,
+    &MAINLINE_MODULE_SWEEP,
 ];
 
 /// What `cargo xtask test` runs, in this order.

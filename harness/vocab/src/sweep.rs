@@ -166,6 +166,24 @@ pub fn every() -> Vec<Point> {
         .collect()
 }
 
+/// How deep `module-sweep` strikes into a foreign module's accesses by default: its probe,
+/// whatever it makes, is not written down anywhere the rig can read.
+pub const FOREIGN_DEPTH: u64 = 24;
+
+/// `module-sweep`'s default points: a `vanish` and an `error` fault at each of a foreign
+/// module's first [`FOREIGN_DEPTH`] accesses (its probe's, then its later ones').
+pub fn foreign() -> Vec<Point> {
+    [FaultKind::Vanish, FaultKind::Error]
+        .iter()
+        .flat_map(|&kind| {
+            (1..=FOREIGN_DEPTH).map(move |n| Point {
+                kind,
+                at: At::Probe(n),
+            })
+        })
+        .collect()
+}
+
 /// `sample`'s distinct points of `every()`, so many of each kind, in sweep order, drawn by
 /// `seed` and the arch (so the arches of one run cover different points).
 pub fn sample(seed: u64, arch: Arch, sample: Sample) -> Vec<Point> {

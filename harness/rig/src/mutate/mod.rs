@@ -26,7 +26,11 @@ pub const CATALOG: &str = "harness/mutants.toml";
 
 /// The module folders of `guest-kernel` a mutant may change (the out-of-tree
 /// modules; the kernel overlay's mutants need a kernel build of their own).
-pub const MODULE_DIRS: &[&str] = &["driver", "driver-mainline", "bench", "platform"];
+pub const MODULE_DIRS: &[&str] = &["driver", "driver-mainline", "bench", "platform", "foreign"];
+
+/// The foreign module the `module-*` scenarios of the catalog run (`--module`): our C driver
+/// for the device, under `guest-kernel/`.
+const FOREIGN_MODULE: &str = "foreign/pcirig_c";
 
 /// One hand-written mutant.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -346,12 +350,22 @@ fn scenarios_of(m: &Mutant) -> Vec<&'static Scenario> {
         .collect()
 }
 
-/// The options of one boot round: `scenarios` on `opts.arch`, modules from `modules`.
+/// The options of one boot round: `scenarios` on `opts.arch`, modules from `laid` (or the
+/// checkout at `root`).
 fn test_options(
+    root: &Path,
     opts: &MutateOptions,
     scenarios: Vec<&'static Scenario>,
     laid: Option<Laid>,
 ) -> TestOptions {
+    let guest = match &laid {
+        Some(Laid::Modules(m)) => m.clone(),
+        _ => root.join("guest-kernel"),
+    };
+    let foreign = scenarios
+        .iter()
+        .any(|s| matches!(s.check, scenario::Check::Module { .. }))
+        .then(|| guest.join(FOREIGN_MODULE));
     let (modules, device) = match laid {
         Some(Laid::Modules(m)) => (Some(m), None),
         Some(Laid::Device(server)) => (None, Some(server)),
@@ -376,7 +390,7 @@ fn test_options(
         modules,
         device,
         dma_path: opts.dma_path,
-        foreign: None,
+        foreign,
     }
 }
 
@@ -427,7 +441,7 @@ pub fn mutate(paths: &Paths, opts: &MutateOptions) -> Result<bool> {
         }
         let clean = dir.join("clean");
         std::fs::create_dir_all(&clean)?;
-        let outcomes = run::scenarios(paths, &test_options(opts, all, None), &clean)?;
+        let outcomes = run::scenarios(paths, &test_options(&paths.root, opts, all, None), &clean)?;
         if let Some(o) = outcomes.iter().find(|o| o.verdict == Verdict::Fail) {
             bail!(
                 "the clean tree fails {} {} already, so no mutant can be judged by it: {}",
@@ -455,7 +469,7 @@ pub fn mutate(paths: &Paths, opts: &MutateOptions) -> Result<bool> {
         let fate = match laid {
             Ok(laid) => fate(&run::scenarios(
                 paths,
-                &test_options(opts, scenarios_of(m), Some(laid)),
+                &test_options(&paths.root, opts, scenarios_of(m), Some(laid)),
                 &scratch,
             )?),
             Err(fate) => fate,

@@ -168,6 +168,11 @@ impl Rig<'_> {
         g.cmdline.push_str(path.cmdline(arch));
         if let (scenario::Machine::Module(_), Some(Ok(m))) = (s.machine, &self.p.foreign) {
             g.cmdline.push_str(&m.cmdline());
+            if s.script_name() == scenario::MODULE_SWEEP.name {
+                g.cmdline.push(' ');
+                g.cmdline
+                    .push_str(&crate::sweep::cmdline(&crate::sweep::foreign()));
+            }
             if m.device == Device::Testdev {
                 g.extra_args.extend([
                     "-device".into(),
@@ -372,6 +377,9 @@ impl Rig<'_> {
                 // A sweep's boot lasts as long as its points take.
                 let budget = match s.check {
                     Check::Sweep(sample) => crate::sweep::budget(&self.sweep.points(arch, sample)),
+                    _ if s.script_name() == scenario::MODULE_SWEEP.name => {
+                        crate::sweep::budget(&crate::sweep::foreign())
+                    }
                     _ => Duration::ZERO,
                 };
                 let s = &Scenario {
