@@ -9,6 +9,7 @@ check loaded_and_bound load_module
 check unbind unbind_dev "$driver"
 check unbound unbound
 mark ended
+say_command
 check irqs_freed irqs_freed "$driver"
 mark begin
 check bind_again bind_dev "$driver"
@@ -16,5 +17,6 @@ check bound_again bound_to "$driver"
 check rmmod rmmod "$module"
 check unbound_at_last unbound
 mark ended
+say_command
 check irqs_freed_at_last irqs_freed "$driver"
 settle

@@ -151,12 +151,37 @@ pub fn judge(c: &Console, device: &[Stopped]) -> Result<String, String> {
             ", the device's {bar_accesses} BAR accesses inside them, bus mastering and MSI off at each end"
         ));
     }
+    if device.is_empty() {
+        summary.push_str(&noted_master(&c.lines));
+    }
     match &c.oracle {
         None => summary.push_str("; the MMIO oracle did not watch"),
         Some(Err(e)) => return Err(format!("MMIO oracle: {e}")),
         Some(Ok(log)) => summary.push_str(&held_by_oracle(log, &oracle::bars(&c.lines), &windows)?),
     }
     Ok(summary)
+}
+
+/// What the guest's `pcirig: command N` lines (the kernel's read of COMMAND after a binding
+/// ended) say of bus mastering, for a device without a config log of its own (pci-testdev):
+/// noted, not judged, since the witness is the guest's kernel, not the device.
+fn noted_master(lines: &[String]) -> String {
+    let commands: Vec<u16> = lines
+        .iter()
+        .filter_map(|l| {
+            crate::console::strip_timestamp(l)
+                .strip_prefix("pcirig: command ")?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .collect();
+    let on = commands.iter().filter(|&&c| c & 0x4 != 0).count();
+    match (commands.len(), on) {
+        (0, _) => String::new(),
+        (n, 0) => format!("; bus mastering off after each of {n} unbinds, by the kernel's read (noted: the device keeps no config log)"),
+        (n, on) => format!("; note: bus mastering still on after {on} of {n} unbinds, by the kernel's read of COMMAND (not judged: the device keeps no config log)"),
+    }
 }
 
 /// The oracle's accesses to the device's BARs, each inside a window.
@@ -343,6 +368,16 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("was refused: Fault"), "{e}");
+    }
+
+    #[test]
+    fn bus_mastering_the_kernel_read_is_noted_for_a_device_without_a_config_log() {
+        let lines = |cs: &[&str]| -> Vec<String> {
+            cs.iter().map(|c| format!("pcirig: command {c}")).collect()
+        };
+        assert!(noted_master(&lines(&["2", "0"])).contains("off after each of 2 unbinds"));
+        assert!(noted_master(&lines(&["6", "2"])).contains("still on after 1 of 2 unbinds"));
+        assert_eq!(noted_master(&[]), "");
     }
 
     #[test]
