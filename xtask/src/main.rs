@@ -111,6 +111,14 @@ enum Cmd {
         /// says otherwise), judged without its lines (docs/foreign.md).
         #[arg(long, value_name = "DIR")]
         module: Option<PathBuf>,
+        /// A Linux source tree of yours (a git checkout or an unpacked source, never written
+        /// to), built out of tree into the cache with the mainline line's config fragments
+        /// and booted on the arches asked for through what fits it: mainline-boot,
+        /// mainline-kunit where it has Rust, and the mainline-module-* scenarios with
+        /// --module's module or, without one, the tree's own Rust PCI sample
+        /// (docs/foreign.md).
+        #[arg(long, value_name = "DIR", conflicts_with = "kernel")]
+        kernel_src: Option<PathBuf>,
     },
     /// Plant each mutant of harness/mutants.toml (a small realistic bug in one of our
     /// modules) in a scratch copy, build it, boot the scenarios it names and say whether the
@@ -259,6 +267,7 @@ fn sweep_sample_now() -> rig::sweep::Plan {
 fn flavor(debug: bool) -> Flavor {
     Flavor {
         line: Line::Lts,
+        src: None,
         extra: if debug {
             vec!["debug".into()]
         } else {
@@ -351,6 +360,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
             sweep_point,
             sweep_seed,
             module,
+            kernel_src,
         } => {
             let plan = match (sweep, sweep_seed) {
                 _ if !sweep_point.is_empty() => rig::sweep::Plan::Points(sweep_point),
@@ -364,33 +374,47 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 s => s.map(|s| s.0),
             };
             let dma_path = dma_path(iommu, bounce, &arch.0)?;
-            let module = module
-                .map(|dir| {
-                    let dir = anyhow::Context::with_context(dir.canonicalize(), || {
-                        format!("--module {}: no such directory", dir.display())
-                    })?;
-                    rig::run::foreign::module_name(&dir)?;
-                    anyhow::Ok(dir)
+            let dir_of = |flag: &str, dir: PathBuf| {
+                anyhow::Context::with_context(dir.canonicalize(), || {
+                    format!("{flag} {}: no such directory", dir.display())
                 })
-                .transpose()?;
-            // With a module, its scenarios, on the lines asked for (6.12 unless --kernel).
-            let scenario = match (scenario, &module) {
-                (None, Some(_)) => Some(
-                    scenario::FOREIGN
-                        .iter()
-                        .copied()
-                        .filter(|s| match kernel.as_deref() {
-                            None | Some("6.12") => s.line == Line::Lts,
-                            Some("7") => s.line == Line::Mainline,
-                            Some(_) => true,
-                        })
-                        .collect(),
-                ),
-                (s, _) => s,
             };
-            let kernel = match (kernel, &module) {
-                (None, Some(_)) => Some("6.12".to_string()),
-                (k, _) => k,
+            let module = module.map(|d| dir_of("--module", d)).transpose()?;
+            if let Some(dir) = &module {
+                rig::run::foreign::module_name(dir)?;
+            }
+            let kernel_src = kernel_src.map(|d| dir_of("--kernel-src", d)).transpose()?;
+            let tree = match &kernel_src {
+                Some(dir) => {
+                    let version = rig::kernel::user_tree::check(dir)?;
+                    eprintln!("test: --kernel-src {}: Linux {version}", dir.display());
+                    Some(rig::kernel::user_tree::has(dir))
+                }
+                None => None,
+            };
+            // A user's tree is booted as the mainline line; a module alone, on 6.12 unless
+            // --kernel says otherwise.
+            let kernel = match (kernel, &module, &tree) {
+                (_, _, Some(_)) => Some("7".to_string()),
+                (None, Some(_), None) => Some("6.12".to_string()),
+                (k, ..) => k,
+            };
+            let scenario = match (scenario, &module, &tree) {
+                (None, None, None) => None,
+                (Some(s), ..) => Some(s),
+                (None, ..) => {
+                    let lines = match kernel.as_deref() {
+                        Some("6.12") => vec![Line::Lts],
+                        Some("7") => vec![Line::Mainline],
+                        _ => vec![Line::Lts, Line::Mainline],
+                    };
+                    let (run, left) =
+                        rig::run::foreign::chosen(module.is_some(), tree.as_ref(), &lines);
+                    for why in left {
+                        eprintln!("test: not run: {why}");
+                    }
+                    Some(run)
+                }
             };
             let asked = scenario.is_some();
             let scenarios = match (soak, scenario) {
@@ -431,6 +455,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 device: None,
                 dma_path,
                 foreign: module,
+                kernel_src,
             };
             return run::test(&paths, &opts);
         }

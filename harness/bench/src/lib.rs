@@ -392,6 +392,7 @@ fn oracle_cost(
                     device: None,
                     dma_path: Default::default(),
                     foreign: None,
+                    kernel_src: None,
                 },
                 &sub,
             )?;
@@ -555,6 +556,7 @@ fn bench_boots(
         device: None,
         dma_path: Default::default(),
         foreign: None,
+        kernel_src: None,
     }
 }
 

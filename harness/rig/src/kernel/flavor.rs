@@ -12,6 +12,9 @@ pub struct Flavor {
     pub extra: Vec<String>,
     /// The kernel line.
     pub line: Line,
+    /// A kernel tree of the user's (`--kernel-src`), built as it is on the mainline line's
+    /// fragments and toolchain (`user_tree`); `None`: the line's source package.
+    pub src: Option<PathBuf>,
 }
 
 impl Flavor {

@@ -99,7 +99,13 @@ pub(super) fn configure(
         std::fs::write(&stamp, &merged)?;
     }
     let unmet = kconfig::unmet(&wanted, &std::fs::read_to_string(&dot)?);
-    if !unmet.is_empty() {
+    if !unmet.is_empty() && flavor.src.is_some() {
+        // A user's tree may lack what ours have: the scenarios that need it say so.
+        eprintln!(
+            "kernel {arch}: this tree's config drops options the fragments ask for (not in this tree, or their dependencies unmet); the scenarios that need them will fail:\n  {}",
+            unmet.join("\n  ")
+        );
+    } else if !unmet.is_empty() {
         // Force a fresh configure next time, the fragments must change first.
         let _ = std::fs::remove_file(&stamp);
         bail!(

@@ -17,6 +17,7 @@ pub mod module;
 mod overlay;
 mod replay;
 mod tree;
+pub mod user_tree;
 
 use crate::host::provision::Toolchain;
 use crate::Paths;
@@ -44,7 +45,10 @@ pub fn build(paths: &Paths, tc: &Toolchain, tree: &Tree, flavor: &Flavor) -> Res
     // A no-op make still takes seconds to walk the tree; skip it when nothing
     // it reads has changed since it last succeeded.
     let stamp = build.join("pci-rig-built");
-    let inputs = build_inputs(paths, &build, arch, clang, &cmd, flavor.line)?;
+    let mut inputs = build_inputs(paths, &build, arch, clang, &cmd, flavor.line)?;
+    if let Some(dir) = &flavor.src {
+        inputs.push_str(&user_tree::state(dir)?);
+    }
     if std::fs::read_to_string(&stamp).ok().as_deref() == Some(&inputs)
         && build.join(arch.kernel_image()).exists()
     {
@@ -62,7 +66,11 @@ pub fn build(paths: &Paths, tc: &Toolchain, tree: &Tree, flavor: &Flavor) -> Res
     }
     let _ = std::fs::remove_file(&stamp);
     run_make(cmd, &log, &format!("kernel {arch}"))?;
-    let ours = std::fs::read_to_string(src.parent().unwrap().join("overlay-manifest"))?;
+    // A user's tree has no overlay of ours.
+    let ours = match flavor.src {
+        Some(_) => String::new(),
+        None => std::fs::read_to_string(src.parent().unwrap().join("overlay-manifest"))?,
+    };
     refuse_our_warnings(&log, &ours, &src, &format!("kernel {arch}"))?;
     let checked = Instant::now();
     // As make runs bindgen: its libclang, and the rustfmt it formats with.

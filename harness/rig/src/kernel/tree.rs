@@ -83,6 +83,9 @@ pub(super) fn tree_base(paths: &Paths, version: &str) -> PathBuf {
 /// Takes `arch`'s build tree for `flavor`, the source tree unpacked and our
 /// overlay applied first. Waits (saying so) while another build holds it.
 pub fn lock(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<Tree> {
+    if let Some(dir) = &flavor.src {
+        return lock_user_tree(paths, arch, flavor, dir);
+    }
     let (tarball, version) = source(flavor.line, paths)?;
     let base = tree_base(paths, &version);
     std::fs::create_dir_all(&base)?;
@@ -139,13 +142,38 @@ pub fn lock(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<Tree> {
     })
 }
 
+/// Takes `arch`'s build tree of the user's tree at `dir` (`--kernel-src`), which is read, never
+/// written: no overlay, no unpacking; its locks live beside its build directories.
+fn lock_user_tree(paths: &Paths, arch: Arch, flavor: &Flavor, dir: &Path) -> Result<Tree> {
+    let base = super::user_tree::base(paths, dir);
+    std::fs::create_dir_all(&base)?;
+    let source = lock_file(&base.join("src.lock"), false, "the kernel source tree")?;
+    let build = base.join("build").join(format!("{arch}-{}", flavor.name()));
+    std::fs::create_dir_all(&build)?;
+    let build_lock = lock_file(
+        &build.with_extension("lock"),
+        true,
+        &format!("the {arch} build tree"),
+    )?;
+    Ok(Tree {
+        arch,
+        clang: flavor.clang(arch),
+        src: dir.to_path_buf(),
+        build,
+        _source: source,
+        _build: build_lock,
+    })
+}
+
 /// Takes the build tree of `kernel` again (e.g. for modules built later
 /// against it), the source tree shared, as it is.
 pub fn relock(kernel: &Kernel) -> Result<Tree> {
+    // `<base>/build/<arch>-<flavour>`: the locks are the base's.
     let base = kernel
-        .src
+        .build
         .parent()
-        .context("the kernel source has no parent")?;
+        .and_then(Path::parent)
+        .context("the kernel build tree has no base")?;
     let source = lock_file(&base.join("src.lock"), false, "the kernel source tree")?;
     let build = lock_file(
         &kernel.build.with_extension("lock"),

@@ -391,6 +391,7 @@ fn test_options(
         device,
         dma_path: opts.dma_path,
         foreign,
+        kernel_src: None,
     }
 }
 

@@ -419,6 +419,8 @@ impl Rig<'_> {
     fn kunit_py(&self, lines: &[String]) -> std::result::Result<String, String> {
         let script = self.p.kernel.src.join("tools/testing/kunit/kunit.py");
         let mut child = Command::new("python3")
+            // No __pycache__ beside kunit.py: a user's tree (`--kernel-src`) is never written to.
+            .env("PYTHONDONTWRITEBYTECODE", "1")
             .arg(&script)
             .arg("parse")
             .stdin(Stdio::piped())

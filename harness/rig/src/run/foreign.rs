@@ -3,7 +3,8 @@
 //! read from the built `.ko`'s aliases: ours or QEMU's pci-testdev.
 
 use crate::host::provision::Toolchain;
-use crate::kernel::{self, Kernel};
+use crate::kernel::{self, user_tree, Kernel, Line};
+use crate::scenario::{self, Scenario};
 use anyhow::{bail, Context, Result};
 use object::{Object, ObjectSection};
 use std::path::{Path, PathBuf};
@@ -49,6 +50,51 @@ impl Foreign {
     pub fn cmdline(&self) -> String {
         format!(" pcirig.module={} {}", self.name, self.device.cmdline())
     }
+}
+
+/// What runs for a user's code: with a tree (`--kernel-src`, what it `has`), the mainline
+/// line's boot and doctests where it has Rust, and the `module-*` scenarios where there is a
+/// module (`module`, or the tree's own Rust PCI sample); with a module alone, its scenarios on
+/// `lines`. Each scenario left out comes with why, for the user.
+pub fn chosen(
+    module: bool,
+    tree: Option<&user_tree::Has>,
+    lines: &[Line],
+) -> (Vec<&'static Scenario>, Vec<String>) {
+    let modules = |line: Line| -> Vec<&'static Scenario> {
+        scenario::FOREIGN
+            .iter()
+            .copied()
+            .filter(|s| s.line == line)
+            .collect()
+    };
+    let Some(has) = tree else {
+        return (lines.iter().flat_map(|&l| modules(l)).collect(), Vec::new());
+    };
+    let mut run = vec![&scenario::MAINLINE_BOOT];
+    let mut left = Vec::new();
+    if has.rust {
+        run.push(&scenario::MAINLINE_KUNIT);
+    } else {
+        left.push(format!(
+            "{}: the tree has no Rust (rust/kernel/lib.rs), so no doctests",
+            scenario::MAINLINE_KUNIT.name
+        ));
+    }
+    if module || has.pci_sample {
+        run.extend(modules(Line::Mainline));
+    } else {
+        let why = match has.rust_pci {
+            true => "the tree has Rust PCI abstractions but no samples/rust/rust_driver_pci.rs",
+            false => "the tree has no Rust PCI abstractions (rust/kernel/pci.rs) nor their sample",
+        };
+        left.extend(
+            modules(Line::Mainline)
+                .iter()
+                .map(|s| format!("{}: {why}, and no --module was given", s.name)),
+        );
+    }
+    (run, left)
 }
 
 /// The module `dir` builds: the one `obj-m` names in its Kbuild (or Makefile).
@@ -112,6 +158,23 @@ pub fn build(tc: &Toolchain, kernel: &Kernel, dir: &Path) -> Result<Foreign> {
     let device =
         device_of(&std::fs::read(&ko).with_context(|| format!("reading {}", ko.display()))?)
             .with_context(|| format!("{}", ko.display()))?;
+    Ok(Foreign { name, ko, device })
+}
+
+/// One of the kernel's own modules (`rel`, in its build tree) as the foreign module.
+pub fn in_tree(kernel: &Kernel, rel: &str) -> Result<Foreign> {
+    let ko = kernel.module(rel);
+    let bytes = std::fs::read(&ko).with_context(|| {
+        format!(
+            "the kernel built no {rel} (is its config option on in this tree? the build's .config is {})",
+            kernel.build.join(".config").display()
+        )
+    })?;
+    let name = ko
+        .file_stem()
+        .map(|n| n.to_string_lossy().into_owned())
+        .context("a module without a name")?;
+    let device = device_of(&bytes).with_context(|| format!("{}", ko.display()))?;
     Ok(Foreign { name, ko, device })
 }
 
@@ -181,6 +244,41 @@ mod tests {
         );
         assert_eq!(pci_alias("v*d*sv*sd*bc02sc00i*"), None);
         assert_eq!(pci_alias("v00007072"), None);
+    }
+
+    #[test]
+    fn a_trees_scenarios_follow_what_it_has() {
+        let names = |v: &[&Scenario]| v.iter().map(|s| s.name).collect::<Vec<_>>().join(",");
+        let mut has = user_tree::Has {
+            rust: true,
+            rust_pci: true,
+            pci_sample: true,
+            kunit_py: true,
+        };
+        let (run, left) = chosen(false, Some(&has), &[Line::Mainline]);
+        assert_eq!(
+            names(&run),
+            "mainline-boot,mainline-kunit,mainline-module-probe,mainline-module-unplug,mainline-module-surprise,mainline-module-sweep"
+        );
+        assert!(left.is_empty(), "{left:?}");
+        has.pci_sample = false;
+        let (run, left) = chosen(false, Some(&has), &[Line::Mainline]);
+        assert_eq!(names(&run), "mainline-boot,mainline-kunit");
+        assert!(
+            left[0].contains("no samples/rust/rust_driver_pci.rs, and no --module"),
+            "{left:?}"
+        );
+        // A module of the user's runs on any tree; no Rust, no doctests.
+        has.rust = false;
+        let (run, left) = chosen(true, Some(&has), &[Line::Mainline]);
+        assert!(names(&run).starts_with("mainline-boot,mainline-module-probe"));
+        assert!(left[0].contains("no Rust"), "{left:?}");
+        // A module alone: its scenarios on the lines asked for.
+        let (run, _) = chosen(true, None, &[Line::Lts]);
+        assert_eq!(
+            names(&run),
+            "module-probe,module-unplug,module-surprise,module-sweep"
+        );
     }
 
     #[test]

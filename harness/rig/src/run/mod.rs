@@ -17,7 +17,7 @@ use boot::Rig;
 use cargo_checks::cargo_test;
 pub use cargo_checks::PURE_CRATES;
 pub use evidence::{rejudge, CONSOLE_LOG, EVIDENCE};
-pub use prepare::{prepare, setup, Prepared, Sources};
+pub use prepare::{prepare, setup, ForeignSource, Prepared, Sources};
 pub use runner::scenarios;
 
 use crate::arch::Arch;
@@ -129,6 +129,10 @@ pub struct TestOptions {
     pub dma_path: DmaPath,
     /// A module pci-rig did not write (`--module DIR`), for the `module-*` scenarios.
     pub foreign: Option<PathBuf>,
+    /// A kernel tree of the user's (`--kernel-src DIR`): the mainline line's scenarios boot
+    /// it instead of `MAINLINE_PACKAGE`; without `foreign`, its own Rust PCI sample is the
+    /// `module-*` scenarios' module.
+    pub kernel_src: Option<PathBuf>,
 }
 
 /// `cargo xtask test`. Returns whether every verdict passed.

@@ -51,8 +51,18 @@ pub struct Prepared {
 pub struct Sources<'a> {
     /// Our modules: `guest-kernel` unless a mutant's copy ([`TestOptions::modules`]).
     pub guest: Option<&'a Path>,
-    /// A module pci-rig did not write (`--module`).
-    pub foreign: Option<&'a Path>,
+    /// A module pci-rig did not write (`--module`), or one the kernel built.
+    pub foreign: Option<ForeignSource<'a>>,
+}
+
+/// Where the foreign module comes from.
+#[derive(Clone, Copy)]
+pub enum ForeignSource<'a> {
+    /// Its directory (`--module DIR`), built against the kernel.
+    Dir(&'a Path),
+    /// One of the kernel's own modules, by its path in the build tree: a user's tree's Rust
+    /// PCI sample (`--kernel-src` without `--module`).
+    InTree(&'static str),
 }
 
 pub fn setup(paths: &Paths, arches: &[Arch]) -> Result<Toolchain> {
@@ -92,7 +102,12 @@ pub fn prepare(
     let guest = sources
         .guest
         .map_or_else(|| paths.root.join("guest-kernel"), Path::to_path_buf);
-    let mut modules: Vec<PathBuf> = in_tree.iter().map(|m| kernel.module(m)).collect();
+    // A user's tree (`--kernel-src`) may lack some of upstream's samples.
+    let mut modules: Vec<PathBuf> = in_tree
+        .iter()
+        .map(|m| kernel.module(m))
+        .filter(|m| flavor.src.is_none() || m.exists())
+        .collect();
     // The driver, its benchmarking sibling (loaded only by `bench`) and the
     // platform modules build in copies of their own: all at once. On
     // mainline, the driver and bench module are their ports to upstream's API.
@@ -102,9 +117,12 @@ pub fn prepare(
     };
     let (driver, platform, findings, foreign) = std::thread::scope(|s| {
         let k = &kernel;
-        let foreign = sources
-            .foreign
-            .map(|dir| s.spawn(move || foreign::build(tc, k, dir)));
+        let foreign = sources.foreign.map(|from| {
+            s.spawn(move || match from {
+                ForeignSource::Dir(dir) => foreign::build(tc, k, dir),
+                ForeignSource::InTree(rel) => foreign::in_tree(k, rel),
+            })
+        });
         let platform = s.spawn(|| match lts {
             true => platform_modules(tc, k, &guest.join("platform")),
             false => Err("the platform modules are the 6.12 line's".to_string()),
@@ -147,7 +165,7 @@ pub fn prepare(
     let foreign = foreign.map(|f| {
         let built = f.unwrap_or_else(|p| std::panic::resume_unwind(p));
         built.map_err(|e| {
-            eprintln!("build: {arch}: the module given with --module did not build:\n{e:#}");
+            eprintln!("build: {arch}: the foreign module is not there:\n{e:#}");
             format!("{e:#}")
         })
     });

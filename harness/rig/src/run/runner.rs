@@ -64,6 +64,10 @@ pub(super) fn host_bins(
     })
 }
 
+/// A user's tree's own module the `module-*` scenarios run without `--module`: upstream's Rust
+/// PCI sample.
+const USER_TREE_SAMPLE: &str = "samples/rust/rust_driver_pci.ko";
+
 /// Where a run boots: an arch's kernel of one line (each builds its own).
 pub(super) struct Target {
     arch: Arch,
@@ -93,6 +97,11 @@ pub(super) fn targets(opts: &TestOptions) -> Vec<Target> {
                 arch,
                 flavor: Flavor {
                     line,
+                    // A user's tree replaces the mainline line's package.
+                    src: match line {
+                        kernel::Line::Mainline => opts.kernel_src.clone(),
+                        kernel::Line::Lts => None,
+                    },
                     ..opts.flavor.clone()
                 },
                 scenarios: chosen.clone(),
@@ -180,7 +189,13 @@ pub fn scenarios(paths: &Paths, opts: &TestOptions, dir: &Path) -> Result<Vec<Ou
                                 with_driver,
                                 Sources {
                                     guest: opts.modules.as_deref(),
-                                    foreign: opts.foreign.as_deref(),
+                                    foreign: match (&opts.foreign, &t.flavor.src) {
+                                        (Some(dir), _) => Some(ForeignSource::Dir(dir)),
+                                        (None, Some(_)) => {
+                                            Some(ForeignSource::InTree(USER_TREE_SAMPLE))
+                                        }
+                                        (None, None) => None,
+                                    },
                                 },
                             ));
                         }
