@@ -115,7 +115,7 @@ pub fn judge(c: &Console, device: &[Stopped]) -> Result<String, String> {
                 ));
             }
         }
-        let mut dmas = 0;
+        let (mut dmas, mut excused) = (0, 0);
         for e in &d.dma {
             let DmaEvent::Dma {
                 seq,
@@ -129,13 +129,26 @@ pub fn judge(c: &Console, device: &[Stopped]) -> Result<String, String> {
                 continue;
             };
             dmas += 1;
-            if let Err(n) = place(&windows, *time_ns) {
-                return Err(format!(
-                    "the device ran a DMA of {len} bytes at 0x{iova:x} (started by access #{seq}) {}: a binding's end must stop the device's DMA",
-                    outside(n)
-                ));
+            let w = match place(&windows, *time_ns) {
+                Ok(w) => windows[w],
+                Err(n) => {
+                    return Err(format!(
+                        "the device ran a DMA of {len} bytes at 0x{iova:x} (started by access #{seq}) {}: a binding's end must stop the device's DMA",
+                        outside(n)
+                    ))
+                }
+            };
+            // A fault the scenario struck in this binding before the doorbell (a dropped write
+            // of the DMA's address, say) excuses what the device then refused: the driver
+            // could not know.
+            let struck = d.log.iter().any(|a| {
+                a.fault.is_some() && a.seq <= *seq && (w.begin_ns..=w.end_ns).contains(&a.time_ns)
+            });
+            if struck && *outcome != DmaOutcome::Ok {
+                excused += 1;
+                continue;
             }
-            // `Forced`: the device refused it on the scenario's orders (a fault), not the driver's.
+            // `Forced`: the device refused it on the scenario's orders (a knob), not the driver's.
             if !matches!(outcome, DmaOutcome::Ok | DmaOutcome::Forced) {
                 return Err(format!(
                     "the device's DMA of {len} bytes at 0x{iova:x} (started by access #{seq}) was refused: {outcome:?} (Fault: not in guest memory mapped for the device; Denied: mapped for the other direction; NoBusMaster: bus mastering off)"
@@ -144,6 +157,11 @@ pub fn judge(c: &Console, device: &[Stopped]) -> Result<String, String> {
         }
         if dmas > 0 {
             summary.push_str(&format!(", {dmas} DMAs inside them"));
+        }
+        if excused > 0 {
+            summary.push_str(&format!(
+                " ({excused} refused after a fault the scenario struck in their binding)"
+            ));
         }
     }
     if !device.is_empty() {
@@ -368,6 +386,18 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("was refused: Fault"), "{e}");
+        // Unless a fault the scenario struck in the binding, before the doorbell, explains it.
+        let mut struck = access(12, "bar0", 0x60, 4, 0, "write");
+        struck.fault = Some(qemu_device::model::FaultKind::Error);
+        let s = judge(
+            &console(&[10, 20]),
+            &server(vec![struck], vec![dma(15, DmaOutcome::Fault)]),
+        )
+        .unwrap();
+        assert!(
+            s.contains("1 refused after a fault the scenario struck"),
+            "{s}"
+        );
     }
 
     #[test]
