@@ -437,6 +437,13 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 Some(_) => (arch.0.clone(), arch.0),
                 None => (arch.0, x86_only),
             };
+            // Without --module, the module-* scenarios run our C driver for the device.
+            let foreign = module.or_else(|| {
+                scenarios
+                    .iter()
+                    .any(|s| matches!(s.check, scenario::Check::Module { .. }))
+                    .then(|| paths.root.join("guest-kernel").join(rig::run::foreign::EXAMPLE))
+            });
             let opts = run::TestOptions {
                 arches,
                 mainline_arches,
@@ -454,7 +461,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 modules: None,
                 device: None,
                 dma_path,
-                foreign: module,
+                foreign,
                 kernel_src,
             };
             return run::test(&paths, &opts);

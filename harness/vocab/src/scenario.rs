@@ -1070,6 +1070,7 @@ pub const ALL: &[&Scenario] = &[
     &SURPRISE,
     &SURPRISE_ACPI,
     &AER,
+    &MODULE_PROBE,
     &BENCH,
     &PLATFORM,
     &CPUFREQ,
@@ -1130,10 +1131,11 @@ pub const DEBUG: &[&Scenario] = &[
 
 pub fn find(name: &str) -> Result<&'static Scenario, String> {
     let known = || {
+        let foreign = FOREIGN.iter().filter(|s| !ALL.iter().any(|a| a.name == s.name));
         ALL.iter()
             .chain(FINDINGS)
             .chain(BY_NAME)
-            .chain(FOREIGN)
+            .chain(foreign)
             .copied()
     };
     known().find(|s| s.name == name).ok_or_else(|| {

@@ -28,9 +28,6 @@ pub const CATALOG: &str = "harness/mutants.toml";
 /// modules; the kernel overlay's mutants need a kernel build of their own).
 pub const MODULE_DIRS: &[&str] = &["driver", "driver-mainline", "bench", "platform", "foreign"];
 
-/// The foreign module the `module-*` scenarios of the catalog run (`--module`): our C driver
-/// for the device, under `guest-kernel/`.
-const FOREIGN_MODULE: &str = "foreign/pcirig_c";
 
 /// One hand-written mutant.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -365,7 +362,7 @@ fn test_options(
     let foreign = scenarios
         .iter()
         .any(|s| matches!(s.check, scenario::Check::Module { .. }))
-        .then(|| guest.join(FOREIGN_MODULE));
+        .then(|| guest.join(crate::run::foreign::EXAMPLE));
     let (modules, device) = match laid {
         Some(Laid::Modules(m)) => (Some(m), None),
         Some(Laid::Device(server)) => (None, Some(server)),

@@ -9,6 +9,10 @@ use anyhow::{bail, Context, Result};
 use object::{Object, ObjectSection};
 use std::path::{Path, PathBuf};
 
+/// The module the `module-*` scenarios run when none is given (the default run's
+/// `module-probe`, `mutate`'s): our C driver for the device, under `guest-kernel/`.
+pub const EXAMPLE: &str = "foreign/pcirig_c";
+
 /// QEMU's pci-testdev: Red Hat's vendor id, its device id.
 const TESTDEV: (u32, u32) = (0x1b36, 0x0005);
 
