@@ -37,6 +37,8 @@ pub struct KnobUpdate {
     pub stream: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dma_delay_us: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_soft_reset: Option<bool>,
 }
 
 // Unit-like variants are written `{}` so that deny_unknown_fields covers them too.
@@ -124,6 +126,7 @@ pub fn handle(model: &mut Model, req: Request) -> Value {
                 irq_ignore_enable: u.irq_ignore_enable.unwrap_or(old.irq_ignore_enable),
                 stream: u.stream.unwrap_or(old.stream),
                 dma_delay_us: u.dma_delay_us.unwrap_or(old.dma_delay_us),
+                no_soft_reset: u.no_soft_reset.unwrap_or(old.no_soft_reset),
             };
             match model.set_knobs(new) {
                 Ok(()) => json!({ "ok": true, "knobs": model.knobs() }),

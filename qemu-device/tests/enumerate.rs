@@ -75,7 +75,11 @@ fn enumerator_sees_the_documented_device() {
     assert_eq!(bars, [mem32(4096), None, mem32(65536), None, None, None]);
 
     let caps: Vec<_> = root.capabilities(df).map(|c| (c.offset, c.id)).collect();
-    assert_eq!(caps, [(0x40, 0x05)], "one MSI capability");
+    assert_eq!(
+        caps,
+        [(0x40, 0x05), (0x50, 0x01)],
+        "an MSI and a power-management capability"
+    );
 
     // Program the BARs like firmware and turn decoding on; the values stick.
     root.set_bar_32(df, 0, 0xfe00_0000);

@@ -1,4 +1,5 @@
-//! PCI configuration space: a standard type-0 header plus one MSI capability.
+//! PCI configuration space: a standard type-0 header plus an MSI and a power-management
+//! capability.
 //!
 //! Every byte has a write mask, as in real hardware: bits outside the mask keep their value.
 //! BAR sizing falls out of this for free: the low bits of a BAR are read-only zeros, so writing
@@ -18,6 +19,14 @@ pub const CLASS_CODE: u32 = 0xff_00_00;
 pub const CONFIG_SIZE: usize = 256;
 /// Where the MSI capability lives.
 pub const MSI_CAP: usize = 0x40;
+/// Where the power-management capability lives (after MSI in the list).
+pub const PM_CAP: usize = 0x50;
+/// Its control/status register (PMCSR): bits 1:0 the power state, bit 3 No_Soft_Reset.
+pub const PMCSR: usize = PM_CAP + 4;
+/// PMCSR's power-state field.
+pub const PM_STATE_MASK: u16 = 0x3;
+/// PMCSR's No_Soft_Reset bit: the function keeps its state across D3hot to D0.
+pub const PM_NO_SOFT_RESET: u16 = 1 << 3;
 
 /// Command register bits the device implements.
 pub const CMD_MEMORY: u16 = 1 << 1;
@@ -75,7 +84,23 @@ impl ConfigSpace {
         c.mask32(MSI_CAP + 4, 0xffff_fffc);
         c.mask32(MSI_CAP + 8, 0xffff_ffff);
         c.mask16(MSI_CAP + 12, 0xffff);
+        // Power management, version 3 (PCI PM 1.2): D0 and D3hot only (no D1, D2, PME).
+        c.bytes[MSI_CAP + 1] = PM_CAP as u8;
+        c.bytes[PM_CAP] = 0x01;
+        c.set16(PM_CAP + 2, 0x0003);
+        c.mask16(PMCSR, PM_STATE_MASK);
         c
+    }
+
+    /// The power state PMCSR holds: 0 (D0) to 3 (D3hot).
+    pub fn power_state(&self) -> u8 {
+        (self.get16(PMCSR) & PM_STATE_MASK) as u8
+    }
+
+    /// Sets or clears PMCSR's No_Soft_Reset bit (read-only to the guest).
+    pub fn set_no_soft_reset(&mut self, on: bool) {
+        let v = self.get16(PMCSR) & !PM_NO_SOFT_RESET;
+        self.set16(PMCSR, v | if on { PM_NO_SOFT_RESET } else { 0 });
     }
 
     /// Reads `data.len()` bytes at `offset`; the caller checks bounds.
@@ -87,12 +112,17 @@ impl ConfigSpace {
         }
     }
 
-    /// Writes `data` at `offset`, honouring the write mask; the caller checks bounds.
+    /// Writes `data` at `offset`, honouring the write mask; the caller checks bounds. A power
+    /// state the function does not support (D1, D2) is ignored, as PCI PM has it.
     pub fn write(&mut self, offset: usize, data: &[u8]) {
+        let state = self.power_state();
         for (i, &b) in data.iter().enumerate() {
             let m = self.wmask[offset + i];
             let old = &mut self.bytes[offset + i];
             *old = (*old & !m) | (b & m);
+        }
+        if matches!(self.power_state(), 1 | 2) {
+            self.bytes[PMCSR] = (self.bytes[PMCSR] & !(PM_STATE_MASK as u8)) | state;
         }
     }
 

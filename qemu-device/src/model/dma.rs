@@ -100,6 +100,17 @@ pub enum Event {
     /// bus reset QEMU passed on), before access `seq`: every register back to its power-on
     /// value, config space included; an operation in flight dropped.
     Reset { seq: u64, time_ns: u64 },
+    /// The function's power state changed (a PMCSR write, before access `seq`): `from` and
+    /// `to` are 0 (D0) to 3 (D3hot); `lost`: from D3hot to D0 without No_Soft_Reset, so every
+    /// register went back to its power-on value, config space included.
+    Power {
+        seq: u64,
+        time_ns: u64,
+        from: u8,
+        to: u8,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        lost: bool,
+    },
     /// The engine ran a DMA opcode. `seq` is the access log's number of the CMD write that
     /// started it; `before`, the number of the first access not yet logged when it ran: it ran
     /// after every access numbered lower (at the doorbell, `before == seq`; delayed, later).
@@ -183,6 +194,17 @@ impl DmaSpace {
     /// Records a whole-device reset (the windows stay: QEMU's, not the device's).
     pub fn reset(&mut self, seq: u64, time_ns: u64) {
         self.log.push(Event::Reset { seq, time_ns });
+    }
+
+    /// Records a power-state change.
+    pub fn power(&mut self, seq: u64, time_ns: u64, from: u8, to: u8, lost: bool) {
+        self.log.push(Event::Power {
+            seq,
+            time_ns,
+            from,
+            to,
+            lost,
+        });
     }
 
     /// Records a DMA_UNMAP: every window overlapping the range goes.

@@ -54,6 +54,9 @@ pub struct Knobs {
     /// engine finishes the DMA before it takes the write. 0: at the doorbell, synchronously.
     #[serde(default)]
     pub dma_delay_us: u64,
+    /// PMCSR's No_Soft_Reset bit: the function keeps its registers from D3hot to D0. Off (the
+    /// default), a D3hot to D0 transition resets it as DEVICE_RESET does.
+    pub no_soft_reset: bool,
 }
 
 /// The largest `latency_ns` the device accepts: 100 ms per access. Larger values are refused,
@@ -233,7 +236,9 @@ impl Model {
         } else {
             match region {
                 Region::Config => {
+                    let before = self.config.power_state();
                     self.config.write(offset as usize, data);
+                    self.power_transition(before, now_ns);
                     Class::Ok
                 }
                 Region::Bar0 => self.bar0_write(offset, data),
@@ -384,11 +389,31 @@ impl Model {
         self.counters.resets += 1;
     }
 
+    /// A config write moved PMCSR's power state from `before`: logged; from D3hot to D0
+    /// without No_Soft_Reset, the function comes back reset (registers, window and config
+    /// space at their power-on values, as DEVICE_RESET leaves them, but logged as a power-up).
+    fn power_transition(&mut self, before: u8, now_ns: u64) {
+        let after = self.config.power_state();
+        if after == before {
+            return;
+        }
+        let lost = before == 3 && after == 0 && !self.knobs.no_soft_reset;
+        if lost {
+            self.soft_reset();
+            self.config = ConfigSpace::new();
+            self.config.set_no_soft_reset(false);
+        }
+        // The access being handled is the next one logged.
+        let seq = self.log.next_seq();
+        self.dma.power(seq, now_ns, before, after, lost);
+    }
+
     /// vfio-user DEVICE_RESET (function-level reset, or a bus reset QEMU passes on) at time
     /// `now_ns`: also config space; logged.
     pub fn device_reset(&mut self, now_ns: u64) {
         self.soft_reset();
         self.config = ConfigSpace::new();
+        self.config.set_no_soft_reset(self.knobs.no_soft_reset);
         let seq = self.log.next_seq();
         self.dma.reset(seq, now_ns);
     }
@@ -458,6 +483,7 @@ impl Model {
 
     pub fn set_knobs(&mut self, knobs: Knobs) -> Result<(), String> {
         knobs.check()?;
+        self.config.set_no_soft_reset(knobs.no_soft_reset);
         self.knobs = knobs;
         // Clearing stuck_busy completes the operation in flight; a delayed DMA keeps its time.
         let delayed = self.dma_due_ns().is_some();
@@ -481,6 +507,11 @@ impl Model {
 
     pub fn msi_enabled(&self) -> bool {
         self.config.msi_control() & config::MSI_ENABLE != 0
+    }
+
+    /// Config space as the device holds it.
+    pub fn config(&self) -> &ConfigSpace {
+        &self.config
     }
 
     pub fn registers(&self) -> &Registers {

@@ -52,8 +52,67 @@ fn config_header_identifies_the_device() {
         u32::from(config::STATUS_CAP_LIST)
     );
     assert_eq!(rd(&mut m, Region::Config, 0x34, 1), 0x40);
-    // MSI capability, 64-bit, one vector, last in the list.
-    assert_eq!(cfg32(&mut m, 0x40), 0x0080_0005);
+    // MSI capability, 64-bit, one vector; then power management, last in the list.
+    assert_eq!(cfg32(&mut m, 0x40), 0x0080_5005);
+    assert_eq!(cfg32(&mut m, 0x50), 0x0003_0001);
+}
+
+/// The power-state field of PMCSR, written as the PCI core does (16 bits).
+fn set_power(m: &mut Model, state: u16) {
+    m.write(
+        Region::Config,
+        config::PMCSR as u64,
+        &state.to_le_bytes(),
+        0,
+    )
+    .unwrap();
+}
+
+fn power_events(m: &Model) -> Vec<(u8, u8, bool)> {
+    m.dma()
+        .log()
+        .iter()
+        .filter_map(|e| match e {
+            super::dma::Event::Power { from, to, lost, .. } => Some((*from, *to, *lost)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn d3hot_to_d0_resets_the_function_unless_no_soft_reset() {
+    let mut m = Model::new();
+    w32(&mut m, INT_ENABLE, 0x3);
+    w32(&mut m, SCRATCH, 0x1234_5678);
+    set_power(&mut m, 3);
+    assert_eq!(m.config().power_state(), 3);
+    set_power(&mut m, 0);
+    assert_eq!(power_events(&m), [(0, 3, false), (3, 0, true)]);
+    assert_eq!(r32(&mut m, INT_ENABLE), 0, "registers lost");
+    assert_eq!(r32(&mut m, SCRATCH), 0);
+    // With No_Soft_Reset (the knob, shown in PMCSR), they are kept.
+    set(&mut m, |k| k.no_soft_reset = true);
+    assert_eq!(
+        rd(&mut m, Region::Config, config::PMCSR as u64, 2) as u16 & config::PM_NO_SOFT_RESET,
+        config::PM_NO_SOFT_RESET
+    );
+    w32(&mut m, SCRATCH, 0x1234_5678);
+    set_power(&mut m, 3);
+    set_power(&mut m, 0);
+    assert_eq!(r32(&mut m, SCRATCH), 0x1234_5678, "kept");
+    assert_eq!(power_events(&m)[2..], [(0, 3, false), (3, 0, false)]);
+}
+
+#[test]
+fn unsupported_power_states_are_ignored() {
+    let mut m = Model::new();
+    set_power(&mut m, 1);
+    set_power(&mut m, 2);
+    assert_eq!(m.config().power_state(), 0);
+    assert!(power_events(&m).is_empty());
+    // The guest cannot set No_Soft_Reset.
+    set_power(&mut m, config::PM_NO_SOFT_RESET);
+    assert_eq!(rd(&mut m, Region::Config, config::PMCSR as u64, 2), 0);
 }
 
 #[test]
