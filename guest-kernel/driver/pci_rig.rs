@@ -822,8 +822,9 @@ const MAX_ERRORS: u64 = 3;
 impl PciRig {
     /// After a reset (every register at its power-on value): interrupts on again, then one
     /// operation and one DMA from the binding's coherent buffer, each answered by its interrupt.
-    /// Reports `event aer_reinit ok|FAIL …`; whether the device works.
-    fn reinit(&self, pdev: &pci::Device<pci::Core>) -> bool {
+    /// Reports `event EVENT ok|FAIL …` (`aer_reinit` after an error's reset, `pm_reinit` after
+    /// system sleep); whether the device works.
+    fn reinit(&self, pdev: &pci::Device<pci::Core>, event: &str) -> bool {
         let sh = &self.sh;
         let Ok(io) = sh.bar.access(pdev.as_ref()) else {
             return false;
@@ -849,18 +850,19 @@ impl PciRig {
             mem.copy_to_slice(0, &mut bytes)?;
             let sent = crc32(bytes.iter().copied());
             let op = (OP_DMA_TO_DEVICE, "to_device");
-            let o = dma(sh, pdev, io, "aer_reinit", op, mem.dma_handle(), Some(sent))?;
+            let o = dma(sh, pdev, io, event, op, mem.dma_handle(), Some(sent))?;
             Ok(o.interrupted && o.status == STATUS_DONE && o.result == sent)
         });
         drop(held);
         let moved = moved.map(|m| m.unwrap_or(false));
         let ok = fill && moved == Some(true);
         if ok {
-            dev_info!(pdev, "event aer_reinit ok\n");
+            dev_info!(pdev, "event {} ok\n", event);
         } else {
             dev_err!(
                 pdev,
-                "event aer_reinit FAIL fill={} dma={:?}\n",
+                "event {} FAIL fill={} dma={:?}\n",
+                event,
                 fill,
                 moved
             );
@@ -1026,7 +1028,7 @@ impl pci::Driver for PciRig {
 
     /// The device was reset: everything the driver set up in it is gone.
     fn slot_reset(pdev: &pci::Device<pci::Core>, this: &KBox<PciRig>) -> pci::SlotReset {
-        let answer = if this.reinit(pdev) {
+        let answer = if this.reinit(pdev, "aer_reinit") {
             pci::SlotReset::Recovered
         } else {
             pci::SlotReset::Disconnect
@@ -1060,6 +1062,37 @@ impl pci::Driver for PciRig {
         }
         drop(dma);
         dev_info!(pdev, "event shutdown_done\n");
+    }
+
+    const SLEEP: bool = true;
+
+    /// The system goes to sleep: the worker paused, the stream stopped and the device reset
+    /// (a DMA in flight finishes first), so that nothing of the driver's reaches it while it is
+    /// in D3hot.
+    fn sleep(pdev: &pci::Device<pci::Core>, this: &KBox<PciRig>) -> Result {
+        this.worker.pause(true);
+        let mut dma = this.sh.dma.lock();
+        if let Some(d) = dma.as_mut().filter(|d| d.streaming) {
+            d.streaming = false;
+            dev_info!(pdev, "event stream_stopped rounds={} sleep\n", d.rounds);
+        }
+        if let Ok(io) = this.sh.bar.access(pdev.as_ref()) {
+            wr!(this.sh, pdev, io, RESET_KEY, reg::RESET);
+        }
+        drop(dma);
+        dev_info!(pdev, "event pm_sleep\n");
+        Ok(())
+    }
+
+    /// The system woke: the device may have lost every register in D3hot, so interrupts go on
+    /// again and an operation and a DMA prove it works before the worker reads again.
+    fn wake(pdev: &pci::Device<pci::Core>, this: &KBox<PciRig>) -> Result {
+        if !this.reinit(pdev, "pm_reinit") {
+            return Err(EIO);
+        }
+        this.worker.pause(false);
+        dev_info!(pdev, "event pm_wake\n");
+        Ok(())
     }
 }
 

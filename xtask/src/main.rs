@@ -442,7 +442,12 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 scenarios
                     .iter()
                     .any(|s| matches!(s.check, scenario::Check::Module { .. }))
-                    .then(|| paths.root.join("guest-kernel").join(rig::run::foreign::EXAMPLE))
+                    .then(|| {
+                        paths
+                            .root
+                            .join("guest-kernel")
+                            .join(rig::run::foreign::EXAMPLE)
+                    })
             });
             let opts = run::TestOptions {
                 arches,

@@ -628,6 +628,67 @@ pub trait Driver {
     fn shutdown(pdev: &Device<Core>, data: &Self::Data) {
         let _ = (pdev, data);
     }
+
+    /// Whether the driver takes part in system sleep with [`Driver::sleep`] and
+    /// [`Driver::wake`] (C's `dev_pm_ops`, for suspend and each phase of hibernation).
+    ///
+    /// Both run on a bound device under its device lock (hence `&Device<Core>`), never during
+    /// probe or remove, with the data probe returned. After [`Driver::sleep`] returns, the PCI
+    /// core saves the device's config space and puts it into D3hot, where it answers config
+    /// space only; before [`Driver::wake`], it brings it back to D0 and restores config space.
+    /// Without them, the PCI core leaves the device powered while the system sleeps.
+    ///
+    /// # Examples
+    ///
+    /// A driver that counts its device's sleeps; one whose device loses its registers in D3hot
+    /// sets them up again in `wake` before it uses the device.
+    ///
+    /// ```
+    /// use core::sync::atomic::{AtomicU32, Ordering};
+    /// use kernel::pci;
+    ///
+    /// struct Counted;
+    ///
+    /// kernel::pci_device_table!(IDS, (), [(pci::DeviceId::from_id(0xffff, 0xfffd), ())]);
+    ///
+    /// impl pci::Driver for Counted {
+    ///     type IdInfo = ();
+    ///     const ID_TABLE: pci::IdTable<()> = IDS;
+    ///     type Data = KBox<AtomicU32>;
+    ///
+    ///     fn probe(_pdev: &pci::Device<pci::Core>, _info: &()) -> Result<KBox<AtomicU32>> {
+    ///         Ok(KBox::new(AtomicU32::new(0), GFP_KERNEL)?)
+    ///     }
+    ///
+    ///     const SLEEP: bool = true;
+    ///
+    ///     fn sleep(_pdev: &pci::Device<pci::Core>, sleeps: &KBox<AtomicU32>) -> Result {
+    ///         sleeps.fetch_add(1, Ordering::Relaxed);
+    ///         Ok(())
+    ///     }
+    ///
+    ///     fn wake(pdev: &pci::Device<pci::Core>, sleeps: &KBox<AtomicU32>) -> Result {
+    ///         kernel::dev_info!(pdev, "awake after {} sleeps\n", sleeps.load(Ordering::Relaxed));
+    ///         Ok(())
+    ///     }
+    /// }
+    /// ```
+    const SLEEP: bool = false;
+
+    /// The system is going to sleep: stop using the device (no access, no DMA, no interrupt
+    /// wanted) until [`Driver::wake`]. An error aborts the system's suspend.
+    fn sleep(pdev: &Device<Core>, data: &Self::Data) -> Result {
+        let _ = (pdev, data);
+        Ok(())
+    }
+
+    /// The system woke: the device is in D0 again, its config space as it was. Its own
+    /// registers may be at their power-on values (a device without No_Soft_Reset loses them
+    /// in D3hot): the driver sets up again what it needs, then may use the device.
+    fn wake(pdev: &Device<Core>, data: &Self::Data) -> Result {
+        let _ = (pdev, data);
+        Ok(())
+    }
 }
 
 /// The state of a device's link after an error (C's `pci_channel_state_t`).
@@ -749,6 +810,9 @@ unsafe impl<T: Driver + 'static> driver::RegistrationOps for Adapter<T> {
             if T::ERROR_RECOVERY {
                 (*pdrv).err_handler = &Self::ERROR_HANDLERS;
             }
+            if T::SLEEP {
+                (*pdrv).driver.pm = &Self::PM_OPS;
+            }
             (*pdrv).id_table = T::ID_TABLE.as_ptr().cast();
         }
         // SAFETY: `pdrv` is filled in and pinned; `module` is this code's module.
@@ -774,6 +838,51 @@ impl<T: Driver + 'static> Adapter<T> {
         resume: Some(Self::resume_callback),
         cor_error_detected: None,
     };
+
+    /// The system-sleep callbacks the PM core calls for `T`: suspend, and the freeze and
+    /// power-off phases of hibernation, put it to sleep; resume, thaw and restore wake it.
+    const PM_OPS: bindings::dev_pm_ops = {
+        // SAFETY: All-zeroes is a valid `dev_pm_ops`: every callback absent.
+        let mut ops: bindings::dev_pm_ops = unsafe { core::mem::zeroed() };
+        ops.suspend = Some(Self::sleep_callback);
+        ops.freeze = Some(Self::sleep_callback);
+        ops.poweroff = Some(Self::sleep_callback);
+        ops.resume = Some(Self::wake_callback);
+        ops.thaw = Some(Self::wake_callback);
+        ops.restore = Some(Self::wake_callback);
+        ops
+    };
+
+    /// The `pci_dev` of a `device` the PCI core hands a PCI driver's PM callbacks.
+    ///
+    /// # Safety
+    ///
+    /// `dev` must be the `device` embedded in a `pci_dev`.
+    unsafe fn pci_dev_of(dev: *mut bindings::device) -> *mut bindings::pci_dev {
+        // SAFETY: `dev` is the `dev` field of a `pci_dev` (the caller's promise).
+        unsafe { crate::container_of!(dev, bindings::pci_dev, dev) }.cast_mut()
+    }
+
+    extern "C" fn sleep_callback(dev: *mut bindings::device) -> c_int {
+        // SAFETY: The PCI core calls a driver's `dev_pm_ops` (`pci_pm_suspend` and the like)
+        // only while the driver is bound, with the `device` of its `pci_dev`, and the PM core
+        // holds the device lock around the suspend, freeze and power-off callbacks.
+        let result = unsafe { Self::with_bound(Self::pci_dev_of(dev), T::sleep) };
+        match result {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    extern "C" fn wake_callback(dev: *mut bindings::device) -> c_int {
+        // SAFETY: As for `sleep_callback`: resume, thaw and restore run likewise, bound, under
+        // the device lock.
+        let result = unsafe { Self::with_bound(Self::pci_dev_of(dev), T::wake) };
+        match result {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
+    }
 
     /// Runs `f` with the bound device `pdev` and its driver's data, for a callback the PCI core
     /// makes on a bound device besides probe and remove.

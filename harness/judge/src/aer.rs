@@ -139,36 +139,47 @@ pub fn device_resets(device: &[Stopped]) -> Result<usize, String> {
             .collect();
         for (i, &at) in resets.iter().enumerate() {
             let until = resets.get(i + 1).copied().unwrap_or(u64::MAX);
-            let mut after = server.log.iter().filter(|a| a.seq >= at && a.seq < until);
-            if !after.clone().any(|a| a.region == Region::Bar0) {
-                continue;
+            if set_up_again(server, at, until)
+                .map_err(|e| format!("AER: after the device's reset before access #{at}, {e}"))?
+            {
+                n += 1;
             }
-            let enabled = after.clone().find(enables).map(|a| a.seq);
-            let doorbell = after
-                .find(|a| bar0_write(a, regmap::reg::CMD))
-                .map(|a| a.seq);
-            match (enabled, doorbell) {
-                // Read, but no operation started: no recovery to judge.
-                (_, None) => continue,
-                (Some(e), Some(d)) if e < d => {}
-                (e, Some(d)) => {
-                    return Err(format!(
-                        "AER: after the device's reset before access #{at}, the doorbell #{d} came with its interrupts still off (INT_ENABLE turned on again: {e:?}): the driver did not re-initialise the device"
-                    ))
-                }
-            }
-            let moved = server.dma.iter().any(|e| {
-                matches!(e, DmaEvent::Dma { seq, outcome: DmaOutcome::Ok, .. } if *seq >= at && *seq < until)
-            });
-            if !moved {
-                return Err(format!(
-                    "AER: after the device's reset before access #{at}, no DMA moved data"
-                ));
-            }
-            n += 1;
         }
     }
     Ok(n)
+}
+
+/// After the device lost its registers before access `at` (a reset, a power-up from D3hot),
+/// up to access `until`: whether the driver started an operation again and, if it did, that
+/// it turned interrupts on before that doorbell and that a DMA moved data. Read only, or not
+/// used at all: nothing to judge (`false`).
+pub(crate) fn set_up_again(server: &Stopped, at: u64, until: u64) -> Result<bool, String> {
+    let bar0_write = |a: &&Access, offset: u64| {
+        a.region == Region::Bar0 && a.kind == Kind::Write && a.offset == offset
+    };
+    let enables =
+        |a: &&Access| bar0_write(a, regmap::reg::INT_ENABLE) && a.value.is_some_and(|v| v != 0);
+    let mut after = server.log.iter().filter(|a| a.seq >= at && a.seq < until);
+    let enabled = after.clone().find(enables).map(|a| a.seq);
+    let doorbell = after
+        .find(|a| bar0_write(a, regmap::reg::CMD))
+        .map(|a| a.seq);
+    match (enabled, doorbell) {
+        (_, None) => return Ok(false),
+        (Some(e), Some(d)) if e < d => {}
+        (e, Some(d)) => {
+            return Err(format!(
+                "the doorbell #{d} came with its interrupts still off (INT_ENABLE turned on again: {e:?}): the driver did not re-initialise the device"
+            ))
+        }
+    }
+    let moved = server.dma.iter().any(|e| {
+        matches!(e, DmaEvent::Dma { seq, outcome: DmaOutcome::Ok, .. } if *seq >= at && *seq < until)
+    });
+    if !moved {
+        return Err("no DMA moved data".into());
+    }
+    Ok(true)
 }
 
 /// Where a driver let its device go: the binding (from 1) and the index, among that binding's

@@ -90,6 +90,12 @@ pub(crate) fn scenario_rules(
             }
             Err(e) => return Err(Failed::new(Cause::Device, e)),
         }
+        if want.sleeps > 0 {
+            match crate::pm::judge(c, device, want.sleeps) {
+                Ok(summary) => backed.push_str(&summary),
+                Err(e) => return Err(Failed::new(Cause::Device, e)),
+            }
+        }
         // The first unbind is the one unbind and unplug scenarios are about.
         let first = |to| {
             driver::between_ms(&c.lines, "remove_begin", to)

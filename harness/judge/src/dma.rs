@@ -176,7 +176,9 @@ fn witnessed(
                             size,
                             ..
                         } => seq > before && overlaps(at, size),
-                        DmaEvent::Dma { .. } | DmaEvent::Reset { .. } => false,
+                        DmaEvent::Dma { .. } | DmaEvent::Reset { .. } | DmaEvent::Power { .. } => {
+                            false
+                        }
                     });
                     if !matches!(next, Some(DmaEvent::Unmap { .. })) {
                         return Err(format!(

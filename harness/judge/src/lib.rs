@@ -25,6 +25,7 @@ pub mod kunit;
 pub mod oracle;
 pub mod phases;
 pub mod platform;
+pub mod pm;
 pub mod requests;
 pub mod rules;
 pub mod shutdown;

@@ -863,7 +863,7 @@ fn device_needs_user_space_reports_matching_the_log_exactly() {
     );
 }
 
-fn console_of(lines: &[String], events: Vec<serde_json::Value>) -> Console {
+pub(crate) fn console_of(lines: &[String], events: Vec<serde_json::Value>) -> Console {
     Console {
         lines: lines.to_vec(),
         timed_out: false,

@@ -272,6 +272,9 @@ pub struct DriverExpect {
     /// The guest went down with a binding alive, whose shutdown must have stopped the device
     /// (`judge/shutdown.rs`; checked wherever a shutdown ran, required here).
     pub shutdown: bool,
+    /// System sleep cycles the binding went through (`judge/pm.rs`): each the driver's sleep,
+    /// the device into D3hot and back, its registers set up again before its next operation.
+    pub sleeps: usize,
 }
 
 /// How a binding came out of one uncorrectable AER error.
@@ -304,6 +307,7 @@ impl DriverExpect {
         stream: false,
         aer: &[],
         shutdown: false,
+        sleeps: 0,
     };
 
     /// One binding that ended with its worker busy; the guest then settled.
@@ -703,6 +707,18 @@ pub const SHUTDOWN: Scenario = Scenario {
         },
     )
 };
+/// System sleep, three cycles, with the binding alive.
+pub const PM: Scenario = driver_scenario(
+    "pm",
+    "three system sleeps (s2idle through pm_test's platform level) with the worker busy: the driver's sleep stops the device, the PCI core puts it into D3hot and back; it comes back without its registers, and the driver's wake sets it up again before using it; nothing reaches it in D3hot; then unbind",
+    script!("pm"),
+    Machine::Device,
+    DriverExpect {
+        sleeps: 3,
+        ..DriverExpect::ENDED_BUSY
+    },
+);
+
 pub const DMA_SURPRISE: Scenario = driver_scenario(
     "dma-surprise",
     "the device vanishes while the stream runs, then device_del: the stream and the worker stop by themselves, no DMA after",
@@ -1070,6 +1086,7 @@ pub const ALL: &[&Scenario] = &[
     &SURPRISE,
     &SURPRISE_ACPI,
     &AER,
+    &PM,
     &MODULE_PROBE,
     &BENCH,
     &PLATFORM,
@@ -1131,7 +1148,9 @@ pub const DEBUG: &[&Scenario] = &[
 
 pub fn find(name: &str) -> Result<&'static Scenario, String> {
     let known = || {
-        let foreign = FOREIGN.iter().filter(|s| !ALL.iter().any(|a| a.name == s.name));
+        let foreign = FOREIGN
+            .iter()
+            .filter(|s| !ALL.iter().any(|a| a.name == s.name));
         ALL.iter()
             .chain(FINDINGS)
             .chain(BY_NAME)

@@ -28,7 +28,6 @@ pub const CATALOG: &str = "harness/mutants.toml";
 /// modules; the kernel overlay's mutants need a kernel build of their own).
 pub const MODULE_DIRS: &[&str] = &["driver", "driver-mainline", "bench", "platform", "foreign"];
 
-
 /// One hand-written mutant.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
