@@ -859,13 +859,7 @@ impl PciRig {
         if ok {
             dev_info!(pdev, "event {} ok\n", event);
         } else {
-            dev_err!(
-                pdev,
-                "event {} FAIL fill={} dma={:?}\n",
-                event,
-                fill,
-                moved
-            );
+            dev_err!(pdev, "event {} FAIL fill={} dma={:?}\n", event, fill, moved);
         }
         ok
     }
