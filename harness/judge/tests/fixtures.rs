@@ -37,6 +37,16 @@ fn judged_with(
     edit: impl Fn(String) -> String,
     edit_sealed: impl Fn(&mut judge::Sealed),
 ) -> judge::Judgement {
+    judged_all(dir, edit, edit_sealed, |t| t)
+}
+
+/// As `judged_with`, the MMIO oracle's log edited by `edit_oracle` too.
+fn judged_all(
+    dir: &Path,
+    edit: impl Fn(String) -> String,
+    edit_sealed: impl Fn(&mut judge::Sealed),
+    edit_oracle: impl Fn(String) -> String,
+) -> judge::Judgement {
     let mut sealed: judge::Sealed = serde_json::from_str(&read(dir, "evidence.json")).unwrap();
     edit_sealed(&mut sealed);
     let scenario = vocab::scenario::find(&sealed.scenario).unwrap();
@@ -53,7 +63,9 @@ fn judged_with(
         .iter()
         .map(|(access, dma)| judge::ServerLogs { access, dma })
         .collect();
-    let oracle = std::fs::read_to_string(dir.join("oracle.jsonl")).ok();
+    let oracle = std::fs::read_to_string(dir.join("oracle.jsonl"))
+        .ok()
+        .map(edit_oracle);
     let (c, device) =
         judge::unseal(&sealed, &read(dir, "console.log"), &logs, oracle.as_deref()).unwrap();
     judge::judge(scenario, &c, &device)
@@ -155,6 +167,39 @@ fn a_foreign_modules_boot_fails_once_its_first_binding_is_marked_ended_before_it
     assert!(
         j.reason.contains("MMIO oracle (inside QEMU)")
             && j.reason.contains("after binding 1 ended"),
+        "{}",
+        j.reason
+    );
+}
+
+#[test]
+fn a_sleeping_device_fails_once_the_oracle_saw_an_access_while_it_was_in_d3hot() {
+    let dir = fixture("pm-pass");
+    // The first stay in D3hot, on the host's clock, by the device's power events.
+    let times: Vec<u64> = read(&dir, "device-dma.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["event"] == "power")
+        .map(|e| e["time_ns"].as_u64().unwrap())
+        .collect();
+    let inside = (times[0] + times[1]) / 2;
+    // The oracle's last read of the device's MAGIC, moved into that stay.
+    let moved = |text: String| {
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        let last = lines
+            .iter()
+            // A read of MAGIC ("prig"): surely of our BAR 0.
+            .rposition(|l| l.contains("\"value\":1886546279,"))
+            .unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(&lines[last]).unwrap();
+        v["ns"] = inside.into();
+        lines[last] = v.to_string();
+        lines.join("\n") + "\n"
+    };
+    let j = judged_all(&dir, |t| t, |_| {}, moved);
+    assert_eq!(j.verdict, vocab::verdict::Verdict::Fail, "{}", j.reason);
+    assert!(
+        j.reason.contains("while the device was in D3hot"),
         "{}",
         j.reason
     );

@@ -1119,6 +1119,7 @@ pub const SOAK: &[&Scenario] = &[
     &SURPRISE,
     &SURPRISE_ACPI,
     &IRQ_UNBIND,
+    &PM,
 ];
 
 /// What `--debug` runs unless one scenario is asked for: the checkers
@@ -1139,6 +1140,7 @@ pub const DEBUG: &[&Scenario] = &[
     &SURPRISE,
     &SURPRISE_ACPI,
     &SWEEP,
+    &PM,
     &MAINLINE_UNBIND,
     &MAINLINE_DMA_UNBIND,
     &MAINLINE_HOTUNPLUG,
