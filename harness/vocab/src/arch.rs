@@ -19,8 +19,9 @@ impl Arch {
     pub const ALL: [Arch; 3] = [Arch::X86_64, Arch::Arm64, Arch::Riscv64];
 
     /// Whether the rig can boot it behind a vIOMMU that maps a vfio-user device exactly what
-    /// the guest maps (x86_64's intel-iommu, arm64's virtio-iommu). riscv64 cannot on 6.12:
-    /// its VIRTIO_IOMMU is ARM64 || X86 there, riscv-iommu came later.
+    /// the guest maps (x86_64's intel-iommu, arm64's virtio-iommu). riscv64 cannot: its
+    /// VIRTIO_IOMMU is ARM64 || X86 (6.12 and 7.3), and QEMU 11 hangs at startup with a
+    /// vfio-user device behind riscv-iommu, which 7.3 could drive (docs/defects.md).
     pub fn has_viommu(self) -> bool {
         matches!(self, Arch::X86_64 | Arch::Arm64)
     }

@@ -86,8 +86,9 @@ impl DmaPath {
     pub fn unsupported(self, arch: Arch) -> Option<&'static str> {
         match self {
             DmaPath::Iommu if !arch.has_viommu() => Some(
-                "riscv64 has no vIOMMU driver on 6.12 (VIRTIO_IOMMU is ARM64 || X86 there, \
-                 riscv-iommu came later): use --bounce there",
+                "riscv64 has no vIOMMU the rig can use: 6.12 has no driver for one (VIRTIO_IOMMU \
+                 is ARM64 || X86, also on 7.3), and QEMU 11 hangs at startup with a vfio-user \
+                 device behind its riscv-iommu (docs/defects.md): use --bounce there",
             ),
             _ => None,
         }
