@@ -24,6 +24,7 @@ use kernel::{
     prelude::*,
     sync::{Arc, CondVar, Mutex},
     time::{ktime_ms_delta, msecs_to_jiffies, Ktime},
+    types::ARef,
     workqueue::{self, Work, WorkItem},
 };
 
@@ -516,6 +517,10 @@ struct Shared {
     /// after which the thread leaves it alone.
     #[pin]
     shut_down: Mutex<bool>,
+    /// Held across each run of the interrupt thread; `true` while runtime PM has the device
+    /// asleep: the thread leaves it alone.
+    #[pin]
+    asleep: Mutex<bool>,
     /// INTx (shared, masked by the hard half) rather than MSI.
     intx: bool,
 }
@@ -531,6 +536,7 @@ impl Shared {
                 irq <- new_mutex!(IrqState::default()),
                 irq_seen <- new_condvar!(),
                 shut_down <- new_mutex!(false),
+                asleep <- new_mutex!(false),
                 intx,
             }),
             GFP_KERNEL,
@@ -619,7 +625,8 @@ impl irq::ThreadedHandler for Shared {
     /// (the pin still asserted, so left masked), it is handled in the same run.
     fn handle_threaded(&self, dev: &Device<Bound>) -> IrqReturn {
         let shut_down = self.shut_down.lock();
-        if *shut_down {
+        let asleep = self.asleep.lock();
+        if *shut_down || *asleep {
             return IrqReturn::None;
         }
         let io = match self.bar.access(dev) {
@@ -678,15 +685,17 @@ enum Stop {
 
 /// Keeps reading MAGIC through the `Devres` handle, about once a millisecond, until refused
 /// access or the device answers all-ones (it is gone: a PCI read from a device that is not there
-/// completes with all bits set).
+/// completes with all bits set). While runtime PM has put the device to sleep it reads nothing,
+/// but every `HEARTBEAT_TICKS` it wakes the device for one read (resume on access).
 #[pin_data]
 struct Worker {
     bar: Arc<Devres<Regs>>,
+    /// To wake the device (runtime PM) for a heartbeat.
+    pdev: ARef<pci::Device>,
     accesses: AtomicU64,
-    /// Held across each read; `true` while error recovery has the device (the worker then
-    /// waits, reading nothing: the link may be frozen or the device in reset).
+    /// Held across each read.
     #[pin]
-    paused: Mutex<bool>,
+    paused: Mutex<Hold>,
     #[pin]
     stopped: Mutex<Option<Stop>>,
     #[pin]
@@ -699,13 +708,27 @@ kernel::impl_has_work! {
     impl HasWork<Self> for Worker { self.work }
 }
 
+/// Why the worker must not read the device now.
+#[derive(Clone, Copy, Default)]
+struct Hold {
+    /// Error recovery, system sleep or shutdown has the device: the link may be frozen, the
+    /// device in reset or in D3hot. The worker waits, reading nothing.
+    paused: bool,
+    /// Runtime PM put the device to sleep: the worker reads nothing but its heartbeat.
+    suspended: bool,
+}
+
+/// Worker ticks (about a millisecond each) between heartbeats while the device sleeps.
+const HEARTBEAT_TICKS: u32 = 30;
+
 impl Worker {
-    fn new(bar: Arc<Devres<Regs>>) -> Result<Arc<Self>> {
+    fn new(bar: Arc<Devres<Regs>>, pdev: ARef<pci::Device>) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Worker {
                 bar,
+                pdev,
                 accesses: AtomicU64::new(0),
-                paused <- new_mutex!(false),
+                paused <- new_mutex!(Hold::default()),
                 stopped <- new_mutex!(None),
                 wake <- new_condvar!(),
                 work <- new_work!("pci_rig::Worker"),
@@ -716,7 +739,27 @@ impl Worker {
 
     /// Pauses (or resumes) the worker's reads; returns once no read is in flight.
     fn pause(&self, paused: bool) {
-        *self.paused.lock() = paused;
+        self.paused.lock().paused = paused;
+    }
+
+    /// Tells the worker that runtime PM put the device to sleep (or woke it); returns once no
+    /// read is in flight.
+    fn suspend(&self, suspended: bool) {
+        self.paused.lock().suspended = suspended;
+    }
+
+    /// Wakes the sleeping device for one read and lets it sleep again: the runtime PM
+    /// reference resumes it (the driver's `runtime_resume` sets it up and lets the worker read
+    /// again) and, dropped, lets it sleep once idle for the autosuspend delay.
+    fn heartbeat(&self) {
+        let Ok(_awake) = self.pdev.runtime_active() else {
+            return;
+        };
+        let hold = self.paused.lock();
+        if let Some(io) = self.bar.try_access().filter(|_| !hold.paused) {
+            let _ = io.readl(reg::MAGIC);
+            self.accesses.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     fn start(self: &Arc<Self>) {
@@ -737,11 +780,23 @@ impl WorkItem for Worker {
     type Pointer = Arc<Worker>;
 
     fn run(this: Arc<Worker>) {
+        let mut asleep_ticks = 0u32;
         let why = loop {
             let paused = this.paused.lock();
+            let hold = *paused;
             match this.bar.try_access() {
                 // Paused, it still notices the binding's end.
-                Some(_) if *paused => {}
+                Some(_) if hold.paused => {}
+                Some(_) if hold.suspended => {
+                    asleep_ticks += 1;
+                    if asleep_ticks % HEARTBEAT_TICKS == 0 {
+                        // Not under the lock: waking the device runs `runtime_resume`, which
+                        // takes it.
+                        drop(paused);
+                        this.heartbeat();
+                        continue;
+                    }
+                }
                 Some(io) => {
                     let magic = io.readl(reg::MAGIC);
                     this.accesses.fetch_add(1, Ordering::Relaxed);
@@ -823,8 +878,8 @@ impl PciRig {
     /// After a reset (every register at its power-on value): interrupts on again, then one
     /// operation and one DMA from the binding's coherent buffer, each answered by its interrupt.
     /// Reports `event EVENT ok|FAIL …` (`aer_reinit` after an error's reset, `pm_reinit` after
-    /// system sleep); whether the device works.
-    fn reinit(&self, pdev: &pci::Device<pci::Core>, event: &str) -> bool {
+    /// system sleep, `rpm_reinit` after runtime PM's); whether the device works.
+    fn reinit(&self, pdev: &pci::Device<pci::Bound>, event: &str) -> bool {
         let sh = &self.sh;
         let Ok(io) = sh.bar.access(pdev.as_ref()) else {
             return false;
@@ -913,7 +968,7 @@ impl pci::Driver for PciRig {
         let caps = rd!(sh, pdev, io, reg::CAPS);
         let streaming = caps != u32::MAX && caps & CAP_STREAM != 0;
         // Nothing fails after the worker starts.
-        let worker = Worker::new(bar.clone())?;
+        let worker = Worker::new(bar.clone(), pdev.into())?;
         let this = KBox::new(
             PciRig {
                 sh: sh.clone(),
@@ -1086,6 +1141,43 @@ impl pci::Driver for PciRig {
         }
         this.worker.pause(false);
         dev_info!(pdev, "event pm_wake\n");
+        Ok(())
+    }
+
+    /// Idle for this long (nobody holds the device awake, and the worker reads without a
+    /// runtime PM reference), the device may sleep, if user space allows it.
+    const AUTOSUSPEND_DELAY_MS: Option<u32> = Some(50);
+
+    /// The device goes to sleep: the worker down to its heartbeat, the stream stopped, the
+    /// device reset and the interrupt thread kept off it (it is not under the device lock:
+    /// interrupts stay on).
+    fn runtime_suspend(pdev: &pci::Device<pci::Bound>, this: &KBox<PciRig>) -> Result {
+        this.worker.suspend(true);
+        let mut dma = this.sh.dma.lock();
+        if let Some(d) = dma.as_mut().filter(|d| d.streaming) {
+            d.streaming = false;
+            dev_info!(pdev, "event stream_stopped rounds={} rpm\n", d.rounds);
+        }
+        if let Ok(io) = this.sh.bar.access(pdev.as_ref()) {
+            wr!(this.sh, pdev, io, RESET_KEY, reg::RESET);
+        }
+        drop(dma);
+        // Once a running interrupt thread is done.
+        *this.sh.asleep.lock() = true;
+        dev_info!(pdev, "event rpm_suspend\n");
+        Ok(())
+    }
+
+    /// The device is wanted again (the worker's heartbeat, an unbind, user space): it lost its
+    /// registers in D3hot, so interrupts go on again and an operation and a DMA prove it works
+    /// before the worker reads again.
+    fn runtime_resume(pdev: &pci::Device<pci::Bound>, this: &KBox<PciRig>) -> Result {
+        *this.sh.asleep.lock() = false;
+        if !this.reinit(pdev, "rpm_reinit") {
+            return Err(EIO);
+        }
+        this.worker.suspend(false);
+        dev_info!(pdev, "event rpm_resume\n");
         Ok(())
     }
 }

@@ -244,7 +244,8 @@ pub(crate) unsafe fn remove_binding<D: ForeignOwnable>(
 ///
 /// `drvdata` must be the pointer [`probe_in_binding`] returned for the current binding, not taken
 /// back, and must stay so for the whole call (the caller holds the device lock, which
-/// [`remove_binding`]'s caller needs too).
+/// [`remove_binding`]'s caller needs too, or, as runtime PM, otherwise keeps remove from
+/// beginning until it returns).
 pub(crate) unsafe fn with_binding_data<D: ForeignOwnable, R>(
     drvdata: *mut c_void,
     f: impl FnOnce(&D) -> R,

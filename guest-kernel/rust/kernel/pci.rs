@@ -689,6 +689,152 @@ pub trait Driver {
         let _ = (pdev, data);
         Ok(())
     }
+
+    /// Runtime PM: `Some(ms)` lets the device sleep (D3hot) while the system runs, `ms`
+    /// milliseconds after its last use, with [`Driver::runtime_suspend`] and
+    /// [`Driver::runtime_resume`]; `None` (the default) keeps it powered while bound.
+    ///
+    /// The PCI core holds a runtime PM reference on a device while a driver binds it; with
+    /// `Some`, the adapter gives it back once probe succeeded and takes it again before remove
+    /// (so remove finds the device awake), and the device sleeps once unused for `ms` and user
+    /// space allows it (`power/control` set to `auto`; the PCI core starts at `on`). Code that
+    /// needs the device awake holds a [`RuntimeActive`] from [`Device::runtime_active`].
+    ///
+    /// Both callbacks run on a bound device, never during probe or remove (the PCI core holds
+    /// the device awake around them), but not under its device lock: they get a
+    /// `&Device<Bound>`, and may run beside the driver's other code.
+    ///
+    /// # Examples
+    ///
+    /// Binds QEMU's `pci-testdev` with a driver that sleeps as soon as it is idle: it sleeps
+    /// once allowed, wakes for a [`RuntimeActive`], sleeps again once that is dropped, and is
+    /// woken for remove when unbound asleep; the runtime PM usage count ends where it began.
+    ///
+    /// ```
+    /// use core::ptr::{null_mut, NonNull};
+    /// use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering::SeqCst};
+    /// use kernel::{bindings, c_str, driver::Registration, pci, types::ARef};
+    ///
+    /// static SUSPENDS: AtomicU32 = AtomicU32::new(0);
+    /// static RESUMES: AtomicU32 = AtomicU32::new(0);
+    /// static AWAKE_AT_REMOVE: AtomicBool = AtomicBool::new(false);
+    /// static KEPT: AtomicPtr<pci::Device> = AtomicPtr::new(null_mut());
+    ///
+    /// struct Sleepy;
+    /// kernel::pci_device_table!(SLEEPY_IDS, (), [(pci::DeviceId::from_id(0x1b36, 0x0005), ())]);
+    /// impl pci::Driver for Sleepy {
+    ///     type IdInfo = ();
+    ///     const ID_TABLE: pci::IdTable<()> = SLEEPY_IDS;
+    ///     type Data = ();
+    ///     const AUTOSUSPEND_DELAY_MS: Option<u32> = Some(0);
+    ///
+    ///     fn probe(pdev: &pci::Device<pci::Core>, _info: &()) -> Result {
+    ///         KEPT.store(ARef::into_raw(ARef::from(pdev)).as_ptr(), SeqCst);
+    ///         Ok(())
+    ///     }
+    ///
+    ///     fn remove(_pdev: &pci::Device<pci::Core>, _data: &()) {
+    ///         // Each suspend was followed by a resume.
+    ///         let awake = RESUMES.load(SeqCst) == SUSPENDS.load(SeqCst);
+    ///         AWAKE_AT_REMOVE.store(awake, SeqCst);
+    ///     }
+    ///
+    ///     fn runtime_suspend(_pdev: &pci::Device<pci::Bound>, _data: &()) -> Result {
+    ///         SUSPENDS.fetch_add(1, SeqCst);
+    ///         Ok(())
+    ///     }
+    ///
+    ///     fn runtime_resume(_pdev: &pci::Device<pci::Bound>, _data: &()) -> Result {
+    ///         RESUMES.fetch_add(1, SeqCst);
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// /// Waits up to two seconds for the `n`-th suspend.
+    /// fn suspended(n: u32) -> bool {
+    ///     for _ in 0..200 {
+    ///         if SUSPENDS.load(SeqCst) >= n {
+    ///             return true;
+    ///         }
+    ///         // SAFETY: This context may sleep.
+    ///         unsafe { bindings::msleep(10) };
+    ///     }
+    ///     false
+    /// }
+    ///
+    /// // SAFETY: Built-in code has no module of its own; null is what it uses.
+    /// static MODULE: ThisModule = unsafe { ThisModule::from_ptr(core::ptr::null_mut()) };
+    ///
+    /// let reg = KBox::pin_init(
+    ///     Registration::<pci::Adapter<Sleepy>>::new(c_str!("rust_doctest_pci_rpm"), &MODULE),
+    ///     GFP_KERNEL,
+    /// )?;
+    /// let kept = NonNull::new(KEPT.swap(null_mut(), SeqCst)).ok_or(ENODEV)?;
+    /// // SAFETY: probe stored a reference made by `ARef::into_raw`, taken back only here.
+    /// let pdev = unsafe { ARef::<pci::Device>::from_raw(kept) };
+    /// let dev: &kernel::device::Device = (*pdev).as_ref();
+    /// // SAFETY: `dev` is valid; the count is an `atomic_t`, read once.
+    /// let usage = || unsafe { core::ptr::read_volatile(&(*dev.as_raw()).power.usage_count) }.counter;
+    /// let before = usage();
+    /// // The PCI core starts every device with runtime PM forbidden (`power/control` is `on`).
+    /// assert_eq!(SUSPENDS.load(SeqCst), 0);
+    /// // SAFETY: `dev` is valid. What user space's `auto` does.
+    /// unsafe { bindings::pm_runtime_allow(dev.as_raw()) };
+    /// assert!(suspended(1));
+    /// {
+    ///     let _awake = pdev.runtime_active()?;
+    ///     assert_eq!((SUSPENDS.load(SeqCst), RESUMES.load(SeqCst)), (1, 1));
+    /// }
+    /// assert!(suspended(2));
+    /// // Unbound asleep: the PCI core wakes the device before remove runs.
+    /// drop(reg);
+    /// assert!(AWAKE_AT_REMOVE.load(SeqCst));
+    /// assert!(RESUMES.load(SeqCst) >= 2);
+    /// // SAFETY: `dev` is valid. Back to `on`, as the device was found.
+    /// unsafe { bindings::pm_runtime_forbid(dev.as_raw()) };
+    /// assert_eq!(usage(), before);
+    /// # Ok::<(), Error>(())
+    /// ```
+    const AUTOSUSPEND_DELAY_MS: Option<u32> = None;
+
+    /// The device is idle and goes to sleep: stop using it (no access, no DMA, no interrupt
+    /// wanted) until [`Driver::runtime_resume`]. After this returns, the PCI core saves its
+    /// config space and puts it into D3hot. An error keeps it awake.
+    fn runtime_suspend(pdev: &Device<Bound>, data: &Self::Data) -> Result {
+        let _ = (pdev, data);
+        Ok(())
+    }
+
+    /// The device is wanted again: it is back in D0 with its config space restored, its own
+    /// registers possibly at their power-on values; set up again what is needed. An error
+    /// leaves it in an error state where every later [`Device::runtime_active`] fails.
+    fn runtime_resume(pdev: &Device<Bound>, data: &Self::Data) -> Result {
+        let _ = (pdev, data);
+        Ok(())
+    }
+}
+
+/// A runtime PM reference: the device is awake (D0, its driver's [`Driver::runtime_resume`]
+/// done) for as long as this lives; dropping it marks the device busy now and lets it sleep
+/// once unused for its autosuspend delay.
+///
+/// # Invariants
+///
+/// Holds one runtime PM usage count of `dev`, taken by a successful resume.
+pub struct RuntimeActive<'a> {
+    dev: &'a device::Device,
+}
+
+impl Drop for RuntimeActive<'_> {
+    fn drop(&mut self) {
+        let dev = self.dev.as_raw();
+        // SAFETY: `dev` is valid for the borrow, and we give back the usage count we hold (the
+        // type invariant).
+        unsafe {
+            bindings::pm_runtime_mark_last_busy(dev);
+            bindings::pm_runtime_put_autosuspend(dev);
+        }
+    }
 }
 
 /// The state of a device's link after an error (C's `pci_channel_state_t`).
@@ -810,7 +956,7 @@ unsafe impl<T: Driver + 'static> driver::RegistrationOps for Adapter<T> {
             if T::ERROR_RECOVERY {
                 (*pdrv).err_handler = &Self::ERROR_HANDLERS;
             }
-            if T::SLEEP {
+            if T::SLEEP || T::AUTOSUSPEND_DELAY_MS.is_some() {
                 (*pdrv).driver.pm = &Self::PM_OPS;
             }
             (*pdrv).id_table = T::ID_TABLE.as_ptr().cast();
@@ -839,17 +985,24 @@ impl<T: Driver + 'static> Adapter<T> {
         cor_error_detected: None,
     };
 
-    /// The system-sleep callbacks the PM core calls for `T`: suspend, and the freeze and
+    /// The PM callbacks the PM core calls for `T`. System sleep: suspend, and the freeze and
     /// power-off phases of hibernation, put it to sleep; resume, thaw and restore wake it.
+    /// Runtime PM: runtime suspend and resume (no idle callback: the PCI core then suspends).
     const PM_OPS: bindings::dev_pm_ops = {
         // SAFETY: All-zeroes is a valid `dev_pm_ops`: every callback absent.
         let mut ops: bindings::dev_pm_ops = unsafe { core::mem::zeroed() };
-        ops.suspend = Some(Self::sleep_callback);
-        ops.freeze = Some(Self::sleep_callback);
-        ops.poweroff = Some(Self::sleep_callback);
-        ops.resume = Some(Self::wake_callback);
-        ops.thaw = Some(Self::wake_callback);
-        ops.restore = Some(Self::wake_callback);
+        if T::SLEEP {
+            ops.suspend = Some(Self::sleep_callback);
+            ops.freeze = Some(Self::sleep_callback);
+            ops.poweroff = Some(Self::sleep_callback);
+            ops.resume = Some(Self::wake_callback);
+            ops.thaw = Some(Self::wake_callback);
+            ops.restore = Some(Self::wake_callback);
+        }
+        if T::AUTOSUSPEND_DELAY_MS.is_some() {
+            ops.runtime_suspend = Some(Self::runtime_suspend_callback);
+            ops.runtime_resume = Some(Self::runtime_resume_callback);
+        }
         ops
     };
 
@@ -881,6 +1034,53 @@ impl<T: Driver + 'static> Adapter<T> {
         match result {
             Ok(()) => 0,
             Err(e) => e.to_errno(),
+        }
+    }
+
+    extern "C" fn runtime_suspend_callback(dev: *mut bindings::device) -> c_int {
+        // SAFETY: `pci_pm_runtime_suspend` calls the driver's only while `pci_dev->driver` is
+        // set, which is from before probe to after remove; around probe and remove the PCI
+        // core holds the device awake (a usage count, and `pm_runtime_barrier` before remove
+        // waits for a callback under way), so this runs while the device is bound, its
+        // drvdata set.
+        let result =
+            unsafe { Self::with_bound_unlocked(Self::pci_dev_of(dev), T::runtime_suspend) };
+        match result {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    extern "C" fn runtime_resume_callback(dev: *mut bindings::device) -> c_int {
+        // SAFETY: As for `runtime_suspend_callback` (`pci_pm_runtime_resume`).
+        let result = unsafe { Self::with_bound_unlocked(Self::pci_dev_of(dev), T::runtime_resume) };
+        match result {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// Runs `f` with the bound device `pdev` and its driver's data, for a callback made without
+    /// the device lock (runtime PM).
+    ///
+    /// # Safety
+    ///
+    /// `pdev` must be a valid `pci_dev` bound to this driver (its probe succeeded, its remove
+    /// has not run), and stay so for the whole call.
+    unsafe fn with_bound_unlocked<R>(
+        pdev: *mut bindings::pci_dev,
+        f: impl FnOnce(&Device<Bound>, &T::Data) -> R,
+    ) -> R {
+        // SAFETY: `pdev` is valid and bound for the call (the safety requirements), which is
+        // what `Bound` promises for the reference's lifetime, this call.
+        let dev = unsafe { Device::<Bound>::from_raw(pdev) };
+        // SAFETY: The device is bound to us, so drvdata holds what `probe_in_binding` returned
+        // for this binding, and `remove_callback` does not take it back during the call.
+        unsafe {
+            crate::devres::with_binding_data::<T::Data, R>(
+                bindings::pci_get_drvdata(pdev),
+                |data| f(dev, data),
+            )
         }
     }
 
@@ -1006,6 +1206,21 @@ impl<T: Driver + 'static> Adapter<T> {
                     // SAFETY: `pdev` is valid, under its device lock.
                     unsafe { bindings::pci_save_state(pdev) };
                 }
+                if let Some(ms) = T::AUTOSUSPEND_DELAY_MS {
+                    let dev = dev.as_ref().as_raw();
+                    // The device may sleep from now on: drvdata is set. Gives back the usage
+                    // count `local_pci_probe` took; `remove_callback` takes it again.
+                    // SAFETY: `dev` is valid, under its device lock; the count is the PCI
+                    // core's, held since before probe.
+                    unsafe {
+                        bindings::pm_runtime_set_autosuspend_delay(
+                            dev,
+                            ms.try_into().unwrap_or(i32::MAX),
+                        );
+                        bindings::pm_runtime_use_autosuspend(dev);
+                        bindings::pm_runtime_put_noidle(dev);
+                    }
+                }
                 0
             }
             Err(errno) => {
@@ -1020,6 +1235,12 @@ impl<T: Driver + 'static> Adapter<T> {
         // SAFETY: The PCI core calls remove with a valid device bound to this driver, under its
         // device lock; the binding ends only below, after the reference's last use.
         let dev = unsafe { Device::<Core>::from_raw(pdev) };
+        if T::AUTOSUSPEND_DELAY_MS.is_some() {
+            // The usage count `probe_callback` gave back; the PCI core woke the device and
+            // holds its own count across remove, and gives back `local_pci_probe`'s after it.
+            // SAFETY: `dev` is valid, under its device lock.
+            unsafe { bindings::pm_runtime_get_noresume(dev.as_ref().as_raw()) };
+        }
         // SAFETY: `pdev` is valid; `probe_callback` succeeded (else there is no remove), so
         // drvdata holds what `probe_in_binding` returned for this binding, taken back only here.
         unsafe {
@@ -1029,6 +1250,10 @@ impl<T: Driver + 'static> Adapter<T> {
                 |data| T::remove(dev, data),
             )
         };
+        if T::AUTOSUSPEND_DELAY_MS.is_some() {
+            // SAFETY: `dev` is valid, under its device lock; probe turned autosuspend on.
+            unsafe { bindings::pm_runtime_dont_use_autosuspend(dev.as_ref().as_raw()) };
+        }
         // SAFETY: The PCI core calls remove with a valid device, under its device lock.
         unsafe { quiesce(pdev) };
     }
@@ -1137,6 +1362,33 @@ impl<Ctx: DeviceContext> Device<Ctx> {
 }
 
 impl Device {
+    /// Wakes the device if runtime PM put it to sleep (its driver's
+    /// [`Driver::runtime_resume`] runs first) and keeps it awake while the returned
+    /// reference lives.
+    ///
+    /// Any device may be asked, bound or not: on a device whose driver has no runtime PM it
+    /// only counts. Errors are runtime PM's: `EACCES` while it is disabled for the device (as
+    /// during a system sleep's late phases), or the errno of a failed resume.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::{io::Io, pci::{Bound, Device}};
+    ///
+    /// // Reads a register of a device whose driver lets it sleep when idle.
+    /// fn read_awake(pdev: &Device<Bound>, io: &Io<0x100>) -> Result<u32> {
+    ///     let _awake = pdev.runtime_active()?;
+    ///     Ok(io.readl(0))
+    /// }
+    /// ```
+    pub fn runtime_active(&self) -> Result<RuntimeActive<'_>> {
+        let dev: &device::Device = self.as_ref();
+        // SAFETY: `dev` is a valid device; on success we hold one usage count, which
+        // `RuntimeActive` gives back (its invariant).
+        to_result(unsafe { bindings::pm_runtime_resume_and_get(dev.as_raw()) })?;
+        Ok(RuntimeActive { dev })
+    }
+
     /// Returns the vendor id.
     ///
     /// # Examples

@@ -90,8 +90,13 @@ pub(crate) fn scenario_rules(
             }
             Err(e) => return Err(Failed::new(Cause::Device, e)),
         }
-        if want.sleeps > 0 {
-            match crate::pm::judge(c, device, want.sleeps) {
+        let cycles = match (want.sleeps, want.runtime_sleeps) {
+            (0, 0) => None,
+            (0, n) => Some(crate::pm::Cycles::Runtime(n)),
+            (n, _) => Some(crate::pm::Cycles::System(n)),
+        };
+        if let Some(cycles) = cycles {
+            match crate::pm::judge(c, device, cycles) {
                 Ok(summary) => backed.push_str(&summary),
                 Err(e) => return Err(Failed::new(Cause::Device, e)),
             }

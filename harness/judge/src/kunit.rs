@@ -138,7 +138,7 @@ pub const DOCTESTS: &[(&str, usize, &[Arch])] = &[
     ("io", 40, &Arch::ALL),
     ("revocable", 9, &Arch::ALL),
     ("devres", 12, &Arch::ALL),
-    ("pci", 38, &Arch::ALL),
+    ("pci", 40, &Arch::ALL),
     ("pci_config", 1, &Arch::ALL),
     ("dma", 33, &Arch::ALL),
     ("irq", 5, &Arch::ALL),

@@ -1,8 +1,11 @@
-//! System sleep: each cycle the binding went through, by the device's own logs and the MMIO
-//! oracle. The device logs every power-state change (its PMCSR, written by the PCI core); a
-//! cycle is the driver's `pm_sleep`, the device from D0 to D3hot and back, and the driver's
-//! `pm_reinit ok` and `pm_wake`. Held:
-//! - the device saw D3hot then D0, once per cycle, in that order, and nothing else;
+//! System sleep and runtime PM: each cycle the binding went through, by the device's own logs
+//! and the MMIO oracle. The device logs every power-state change (its PMCSR, written by the PCI
+//! core); a cycle is the driver's `pm_sleep` (runtime: `rpm_suspend`), the device from D0 to
+//! D3hot and back, and the driver's `pm_reinit ok` and `pm_wake` (`rpm_reinit ok`,
+//! `rpm_resume`). Held:
+//! - the device saw D3hot then D0, once per cycle, in that order, and nothing else; for system
+//!   sleep as many cycles as the scenario slept, for runtime PM at least as many as user space
+//!   caused (more are the driver's own resumes on access);
 //! - while it was in D3hot nothing touched its BARs: not in its log, and not in the oracle's,
 //!   which sees the accesses QEMU no longer passes on (it unmaps the BARs in D3hot);
 //! - the device came back without its registers (no No_Soft_Reset), and before the driver's
@@ -65,18 +68,43 @@ fn stays(server: &Stopped) -> Result<Vec<Asleep>, String> {
     Ok(out)
 }
 
-/// Judges `cycles` sleep cycles of the boot; the summary.
-pub fn judge(c: &Console, device: &[Stopped], cycles: usize) -> Result<String, String> {
+/// The power cycles a scenario puts the binding through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cycles {
+    /// This many system sleeps.
+    System(usize),
+    /// Runtime PM: at least this many stays in D3hot (user space's); the driver's own resumes
+    /// on access add more.
+    Runtime(usize),
+}
+
+impl Cycles {
+    /// The driver's lines for going to sleep, setting the device up again, and waking.
+    fn events(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Cycles::System(_) => ("pm_sleep", "event pm_reinit ok", "pm_wake"),
+            Cycles::Runtime(_) => ("rpm_suspend", "event rpm_reinit ok", "rpm_resume"),
+        }
+    }
+}
+
+/// Judges the boot's power cycles; the summary.
+pub fn judge(c: &Console, device: &[Stopped], want: Cycles) -> Result<String, String> {
+    let (sleep, reinit, wake) = want.events();
     let events = |name: &str| c.lines.iter().filter(|l| driver::is_event(l, name)).count();
-    let (slept, woke) = (events("pm_sleep"), events("pm_wake"));
+    let (slept, woke) = (events(sleep), events(wake));
     let reinit_ok = c
         .lines
         .iter()
-        .filter(|l| strip_timestamp(l).contains("event pm_reinit ok"))
+        .filter(|l| strip_timestamp(l).contains(reinit))
         .count();
+    let cycles = match want {
+        Cycles::System(n) => n,
+        Cycles::Runtime(_) => slept,
+    };
     if (slept, reinit_ok, woke) != (cycles, cycles, cycles) {
         return Err(format!(
-            "PM: the driver went to sleep {slept} times, set the device up again {reinit_ok} times and woke {woke} times; the scenario's {cycles} sleep cycles want each {cycles}"
+            "PM: the driver went to sleep {slept} times, set the device up again {reinit_ok} times and woke {woke} times; {cycles} sleep cycles want each {cycles}"
         ));
     }
     let mut all = Vec::new();
@@ -122,12 +150,23 @@ pub fn judge(c: &Console, device: &[Stopped], cycles: usize) -> Result<String, S
     }
     if all.len() != cycles {
         return Err(format!(
-            "PM: the device was put into D3hot {} times, the scenario's sleep cycles are {cycles}",
+            "PM: the device was put into D3hot {} times, the driver's {sleep} says {cycles}",
             all.len()
         ));
     }
+    if let Cycles::Runtime(least) = want {
+        if cycles < least {
+            return Err(format!(
+                "PM: runtime PM put the device into D3hot {cycles} times, the scenario's user space alone wants at least {least}"
+            ));
+        }
+    }
+    let kind = match want {
+        Cycles::System(_) => "sleep cycles",
+        Cycles::Runtime(_) => "runtime suspends",
+    };
     let mut summary = format!(
-        ", {cycles} sleep cycles: each the driver's sleep, the device in D3hot and back in D0 ({} of them without its registers), then interrupts on before its next operation and a DMA that moved data",
+        ", {cycles} {kind}: each the driver's {sleep}, the device in D3hot and back in D0 ({} of them without its registers), then interrupts on before its next operation and a DMA that moved data",
         all.iter().filter(|a| a.lost).count()
     );
     match &c.oracle {
@@ -215,10 +254,48 @@ mod tests {
             ],
             ..crate::tests::console_of(&[], vec![])
         };
-        let e = judge(&c, &[s], 1).unwrap_err();
+        let e = judge(&c, &[s], Cycles::System(1)).unwrap_err();
         assert!(
             e.contains("access #6 (read bar0 0x0) reached the device while it was in D3hot"),
             "{e}"
         );
+    }
+
+    fn runtime_console(cycles: usize) -> Console {
+        let mut lines = Vec::new();
+        for _ in 0..cycles {
+            lines.push("pci_rig 0000:01:00.0: event rpm_suspend".to_string());
+            lines.push("pci_rig 0000:01:00.0: event rpm_reinit ok".to_string());
+            lines.push("pci_rig 0000:01:00.0: event rpm_resume".to_string());
+        }
+        Console {
+            lines,
+            ..crate::tests::console_of(&[], vec![])
+        }
+    }
+
+    #[test]
+    fn runtime_suspends_are_counted_by_the_device() {
+        // Two stays the driver reports, but the device saw one: a lie or a lost power event.
+        let s = server(vec![], vec![power(5, 0, 3, false), power(9, 3, 0, false)]);
+        let e = judge(&runtime_console(2), &[s], Cycles::Runtime(1)).unwrap_err();
+        assert!(e.contains("put into D3hot 1 times"), "{e}");
+        // Fewer stays than user space caused: runtime PM never reached the device.
+        let s = server(vec![], vec![power(5, 0, 3, false), power(9, 3, 0, false)]);
+        let e = judge(&runtime_console(1), &[s], Cycles::Runtime(2)).unwrap_err();
+        assert!(e.contains("at least 2"), "{e}");
+        let s = server(vec![], vec![power(5, 0, 3, false), power(9, 3, 0, false)]);
+        let ok = judge(&runtime_console(1), &[s], Cycles::Runtime(1)).unwrap();
+        assert!(ok.contains("1 runtime suspends"), "{ok}");
+    }
+
+    #[test]
+    fn a_runtime_resume_that_skips_the_setup_fails() {
+        // Back from D3hot without its registers, the device's next doorbell comes with
+        // interrupts still off.
+        let log = vec![access(10, "bar0", 0x10, 4, 1, "write")];
+        let s = server(log, vec![power(5, 0, 3, false), power(9, 3, 0, true)]);
+        let e = judge(&runtime_console(1), &[s], Cycles::Runtime(1)).unwrap_err();
+        assert!(e.contains("without its registers"), "{e}");
     }
 }

@@ -275,6 +275,10 @@ pub struct DriverExpect {
     /// System sleep cycles the binding went through (`judge/pm.rs`): each the driver's sleep,
     /// the device into D3hot and back, its registers set up again before its next operation.
     pub sleeps: usize,
+    /// Runtime suspends user space caused (`judge/pm.rs`), at least: each the driver's
+    /// runtime suspend, the device into D3hot and back, set up again as for `sleeps`; the
+    /// driver's own resumes on access come on top.
+    pub runtime_sleeps: usize,
 }
 
 /// How a binding came out of one uncorrectable AER error.
@@ -308,6 +312,7 @@ impl DriverExpect {
         aer: &[],
         shutdown: false,
         sleeps: 0,
+        runtime_sleeps: 0,
     };
 
     /// One binding that ended with its worker busy; the guest then settled.
@@ -718,6 +723,17 @@ pub const PM: Scenario = driver_scenario(
         ..DriverExpect::ENDED_BUSY
     },
 );
+/// Runtime PM: the device sleeps when idle and wakes on access, while the system runs.
+pub const RPM: Scenario = driver_scenario(
+    "rpm",
+    "runtime PM with the binding alive: user space allows it, the driver's runtime suspend stops the device and the PCI core puts it into D3hot when idle; the driver's heartbeat wakes it (resume on access), user space wakes it, and the unbind ends the binding while it sleeps; each time back without its registers, set up again before use; nothing reaches it in D3hot",
+    script!("rpm"),
+    Machine::Device,
+    DriverExpect {
+        runtime_sleeps: 3,
+        ..DriverExpect::ENDED_BUSY
+    },
+);
 
 pub const DMA_SURPRISE: Scenario = driver_scenario(
     "dma-surprise",
@@ -1087,6 +1103,7 @@ pub const ALL: &[&Scenario] = &[
     &SURPRISE_ACPI,
     &AER,
     &PM,
+    &RPM,
     &MODULE_PROBE,
     &BENCH,
     &PLATFORM,
@@ -1120,6 +1137,7 @@ pub const SOAK: &[&Scenario] = &[
     &SURPRISE_ACPI,
     &IRQ_UNBIND,
     &PM,
+    &RPM,
 ];
 
 /// What `--debug` runs unless one scenario is asked for: the checkers
@@ -1141,6 +1159,7 @@ pub const DEBUG: &[&Scenario] = &[
     &SURPRISE_ACPI,
     &SWEEP,
     &PM,
+    &RPM,
     &MAINLINE_UNBIND,
     &MAINLINE_DMA_UNBIND,
     &MAINLINE_HOTUNPLUG,
