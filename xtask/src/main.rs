@@ -268,6 +268,7 @@ fn flavor(debug: bool) -> Flavor {
     Flavor {
         line: Line::Lts,
         src: None,
+        overlay: None,
         extra: if debug {
             vec!["debug".into()]
         } else {

@@ -105,6 +105,12 @@ impl<const SIZE: usize> IoRaw<SIZE> {
 /// assert_eq!(io.readw(4), 0x5678); // little-endian bus order
 /// assert_eq!(io.try_readl(16), Err(EINVAL)); // past the end
 /// assert_eq!(io.try_readl(2), Err(EINVAL)); // unaligned
+/// // A region whose length is no multiple of the access: the whole access must fit.
+/// let raw6 = IoRaw::<0>::new(buf.as_mut_ptr() as usize, 6)?;
+/// // SAFETY: `buf` is 16 bytes, more than the region's 6, and outlives `io6`.
+/// let io6 = unsafe { Io::from_raw(&raw6) };
+/// assert_eq!(io6.try_readw(4), Ok(0x5678));
+/// assert_eq!(io6.try_readl(4), Err(EINVAL)); // would end at 8
 /// # drop(buf);
 /// # Ok::<(), Error>(())
 /// ```

@@ -204,3 +204,28 @@ fn a_sleeping_device_fails_once_the_oracle_saw_an_access_while_it_was_in_d3hot()
         j.reason
     );
 }
+
+#[test]
+fn a_worker_left_reading_a_runtime_suspended_device_fails_even_when_its_count_is_a_lie() {
+    // The worker read on in D3hot, where QEMU no longer passes BAR accesses on: the device saw
+    // 105 of its 278 reads. Were the driver to report only those, the MMIO oracle, which sees
+    // every access the guest made, still holds the others: reads QEMU answered with 0 while
+    // the device was in D3hot.
+    let dir = fixture("rpm-suspend-keeps-worker");
+    let console = read(&dir, "console.log").replace("accesses=278", "accesses=105");
+    let scratch = std::env::temp_dir().join(format!("pci-rig-rpm-lie-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    for f in [
+        "device-access.jsonl",
+        "device-dma.jsonl",
+        "evidence.json",
+        "oracle.jsonl",
+    ] {
+        std::fs::copy(dir.join(f), scratch.join(f)).unwrap();
+    }
+    std::fs::write(scratch.join("console.log"), console).unwrap();
+    let j = judged(&scratch, |t| t);
+    std::fs::remove_dir_all(&scratch).unwrap();
+    assert_eq!(j.verdict, vocab::verdict::Verdict::Fail, "{}", j.reason);
+    assert!(j.reason.contains("MMIO oracle"), "{}", j.reason);
+}

@@ -15,9 +15,19 @@ pub struct Flavor {
     /// A kernel tree of the user's (`--kernel-src`), built as it is on the mainline line's
     /// fragments and toolchain (`user_tree`); `None`: the line's source package.
     pub src: Option<PathBuf>,
+    /// The `guest-kernel` folder whose `rust/` and `patches/` go over the LTS tree: a kernel
+    /// mutant's scratch copy (`cargo xtask mutate`); `None`: the checkout's.
+    pub overlay: Option<PathBuf>,
 }
 
 impl Flavor {
+    /// The `guest-kernel` folder an LTS build lays over the tree.
+    pub fn guest(&self, root: &std::path::Path) -> PathBuf {
+        self.overlay
+            .clone()
+            .unwrap_or_else(|| root.join("guest-kernel"))
+    }
+
     /// Whether `arch` is built with clang (LLVM=): riscv64 always (Rust on
     /// 6.12 needs it there); arm64 in the debug flavour, because Linux 6.12
     /// allows KASAN beside Rust only in clang-built kernels.

@@ -203,7 +203,7 @@ pub(super) fn compile_again(file: &Path) -> Result<()> {
 /// merged `.config`, the make command line, and the identity (size, mtime)
 /// of the compilers it runs.
 pub(super) fn build_inputs(
-    paths: &Paths,
+    guest: &Path,
     build: &Path,
     arch: Arch,
     clang: bool,
@@ -211,7 +211,6 @@ pub(super) fn build_inputs(
     line: Line,
 ) -> Result<String> {
     let mut h = Fnv::default();
-    let guest = paths.root.join("guest-kernel");
     // Our overlay is read by LTS builds only.
     let overlay: &[&str] = match line {
         Line::Lts => &["rust", "patches"],
@@ -221,7 +220,7 @@ pub(super) fn build_inputs(
         let mut files = walk(&guest.join(dir))?;
         files.sort();
         for f in files {
-            h.write(f.strip_prefix(&guest)?.as_os_str().as_encoded_bytes());
+            h.write(f.strip_prefix(guest)?.as_os_str().as_encoded_bytes());
             h.write(&std::fs::read(&f)?);
         }
     }

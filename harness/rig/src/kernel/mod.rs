@@ -45,7 +45,8 @@ pub fn build(paths: &Paths, tc: &Toolchain, tree: &Tree, flavor: &Flavor) -> Res
     // A no-op make still takes seconds to walk the tree; skip it when nothing
     // it reads has changed since it last succeeded.
     let stamp = build.join("pci-rig-built");
-    let mut inputs = build_inputs(paths, &build, arch, clang, &cmd, flavor.line)?;
+    let guest = flavor.guest(&paths.root);
+    let mut inputs = build_inputs(&guest, &build, arch, clang, &cmd, flavor.line)?;
     if let Some(dir) = &flavor.src {
         inputs.push_str(&user_tree::state(dir)?);
     }
@@ -224,8 +225,9 @@ mod tests {
         let pci = paths.root.join("guest-kernel/rust/kernel/pci.rs");
         std::fs::write(&pci, "// v1\n").unwrap();
         std::fs::write(build.join(".config"), "CONFIG_PCI=y\n").unwrap();
+        let guest = paths.root.join("guest-kernel");
         let inputs_of = |line| {
-            build_inputs(&paths, &build, Arch::X86_64, false, &make_with("V=0"), line).unwrap()
+            build_inputs(&guest, &build, Arch::X86_64, false, &make_with("V=0"), line).unwrap()
         };
         let inputs = || inputs_of(Line::Lts);
         let mainline = inputs_of(Line::Mainline);
@@ -243,7 +245,7 @@ mod tests {
         let third = inputs();
         assert_ne!(third, second, ".config changed");
         let other = build_inputs(
-            &paths,
+            &guest,
             &build,
             Arch::X86_64,
             false,

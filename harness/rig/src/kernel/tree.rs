@@ -97,7 +97,7 @@ pub fn lock(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<Tree> {
     };
     // Our overlay goes over the LTS tree only: mainline is built as upstream has it.
     let guest = match flavor.line {
-        Line::Lts => paths.root.join("guest-kernel"),
+        Line::Lts => flavor.guest(&paths.root),
         Line::Mainline => paths.root.join("guest-kernel/mainline-overlay"),
     };
     // Shared while the tree is as we want it: other arches build from it.

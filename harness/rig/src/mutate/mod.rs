@@ -28,6 +28,11 @@ pub const CATALOG: &str = "harness/mutants.toml";
 /// modules; the kernel overlay's mutants need a kernel build of their own).
 pub const MODULE_DIRS: &[&str] = &["driver", "driver-mainline", "bench", "platform", "foreign"];
 
+/// The folders of `guest-kernel` laid over the 6.12 tree: a mutant there (of the
+/// abstractions) costs an incremental kernel build, in the cache's build tree, and the
+/// modules' builds against it; the next build of the checkout's overlay undoes it.
+pub const KERNEL_DIRS: &[&str] = &["rust", "patches"];
+
 /// One hand-written mutant.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -84,7 +89,7 @@ pub fn catalog(root: &Path) -> Result<Vec<Mutant>> {
         for s in &m.scenarios {
             scenario::find(s).map_err(|e| anyhow::anyhow!("{}: {e}", at()))?;
         }
-        if !device::is_device(&m.file) {
+        if !device::is_device(&m.file) && !is_kernel(&m.file) {
             module_dir(&m.file).with_context(at)?;
         }
         let source = std::fs::read_to_string(root.join(&m.file))
@@ -122,10 +127,20 @@ fn module_dir(file: &str) -> Result<&str> {
         })
 }
 
+/// Whether `file` is in the kernel overlay (`KERNEL_DIRS`): an abstraction's.
+pub fn is_kernel(file: &str) -> bool {
+    file.strip_prefix("guest-kernel/")
+        .and_then(|rest| rest.split('/').next())
+        .is_some_and(|dir| KERNEL_DIRS.contains(&dir))
+}
+
 /// Where a mutant was laid: the scratch copy the next build reads.
 pub enum Laid {
     /// A copy of `guest-kernel`'s module folders (a module mutant's).
     Modules(PathBuf),
+    /// A copy of `guest-kernel`'s module and overlay folders, the overlay mutated (an
+    /// abstraction mutant's): the kernel is built from it, then the modules against it.
+    Kernel(PathBuf),
     /// A workspace of the device's crates (a device mutant's).
     Device(PathBuf),
 }
@@ -138,10 +153,17 @@ pub fn lay(root: &Path, scratch: &Path, m: &Mutant) -> Result<Laid> {
         (Laid::Device(ws.clone()), ws.join(&m.file))
     } else {
         let guest = scratch.join("guest-kernel");
-        for dir in MODULE_DIRS {
+        let kernel = is_kernel(&m.file);
+        let extra: &[&str] = if kernel { KERNEL_DIRS } else { &[] };
+        for dir in MODULE_DIRS.iter().chain(extra) {
             copy_dir(&root.join("guest-kernel").join(dir), &guest.join(dir))?;
         }
-        (Laid::Modules(guest), scratch.join(&m.file))
+        let laid = if kernel {
+            Laid::Kernel(guest)
+        } else {
+            Laid::Modules(guest)
+        };
+        (laid, scratch.join(&m.file))
     };
     edit(&file, m)?;
     Ok(laid)
@@ -355,15 +377,19 @@ fn test_options(
     laid: Option<Laid>,
 ) -> TestOptions {
     let guest = match &laid {
-        Some(Laid::Modules(m)) => m.clone(),
+        Some(Laid::Modules(m) | Laid::Kernel(m)) => m.clone(),
         _ => root.join("guest-kernel"),
+    };
+    let overlay = match &laid {
+        Some(Laid::Kernel(m)) => Some(m.clone()),
+        _ => None,
     };
     let foreign = scenarios
         .iter()
         .any(|s| matches!(s.check, scenario::Check::Module { .. }))
         .then(|| guest.join(crate::run::foreign::EXAMPLE));
     let (modules, device) = match laid {
-        Some(Laid::Modules(m)) => (Some(m), None),
+        Some(Laid::Modules(m) | Laid::Kernel(m)) => (Some(m), None),
         Some(Laid::Device(server)) => (None, Some(server)),
         None => (None, None),
     };
@@ -377,6 +403,7 @@ fn test_options(
             } else {
                 Vec::new()
             },
+            overlay,
             ..Default::default()
         },
         unit_tests: false,
@@ -448,6 +475,10 @@ pub fn mutate(paths: &Paths, opts: &MutateOptions) -> Result<bool> {
             );
         }
     }
+    // The abstractions' mutants last: each rebuilds the kernel, which the next build of the
+    // checkout's overlay (a module mutant's, say) rebuilds again.
+    let mut mutants = mutants;
+    mutants.sort_by_key(|m| is_kernel(&m.file));
     let mut judged = Vec::new();
     for m in &mutants {
         let scratch = dir.join("mutants").join(m.name.replace(['/', ':'], "_"));
@@ -464,11 +495,18 @@ pub fn mutate(paths: &Paths, opts: &MutateOptions) -> Result<bool> {
             modules => Ok(modules),
         };
         let fate = match laid {
-            Ok(laid) => fate(&run::scenarios(
-                paths,
-                &test_options(&paths.root, opts, scenarios_of(m), Some(laid)),
-                &scratch,
-            )?),
+            Ok(laid) => {
+                let outcomes = run::scenarios(
+                    paths,
+                    &test_options(&paths.root, opts, scenarios_of(m), Some(laid)),
+                    &scratch,
+                )?;
+                match fate(&outcomes) {
+                    // The kernel is what a kernel mutant changed: not building is its own.
+                    Fate::NoVerdict { why } if is_kernel(&m.file) => Fate::Unviable { why },
+                    f => f,
+                }
+            }
             Err(fate) => fate,
         };
         eprintln!("mutate: {}: {}", m.name, describe(&fate));
@@ -640,6 +678,42 @@ mod tests {
         let e = module_dir("guest-kernel/rust/kernel/io.rs").unwrap_err();
         assert!(format!("{e:#}").contains("not in a module folder"), "{e:#}");
         assert!(module_dir("harness/rig/src/lib.rs").is_err());
+        // The overlay's files are the abstractions' mutants, built into the kernel.
+        assert!(is_kernel("guest-kernel/rust/kernel/io.rs"));
+        assert!(is_kernel("guest-kernel/patches/0008-rust-dma.patch"));
+        assert!(!is_kernel("guest-kernel/driver/pci_rig.rs"));
+        assert!(!is_kernel("guest-kernel/rustc/x.rs"));
+    }
+
+    #[test]
+    fn an_abstraction_mutant_lays_the_overlay_and_the_modules() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .ancestors()
+            .nth(2)
+            .unwrap();
+        let all = catalog(root).unwrap();
+        let m = all.iter().find(|m| is_kernel(&m.file)).unwrap();
+        let scratch = std::env::temp_dir().join(format!("pci-rig-mutate-k-{}", std::process::id()));
+        let Laid::Kernel(guest) = lay(root, &scratch, m).unwrap() else {
+            panic!("{} is an abstraction's mutant", m.name)
+        };
+        let laid = std::fs::read_to_string(scratch.join(&m.file)).unwrap();
+        assert!(laid.contains(&m.replace));
+        assert!(guest.join("patches").is_dir() && guest.join("driver/Kbuild").exists());
+        let mutate = MutateOptions {
+            arch: Arch::X86_64,
+            only: vec![],
+            sample: None,
+            jobs: 1,
+            clean_first: false,
+            generate: None,
+            dma_path: run::DmaPath::Direct,
+            debug: false,
+        };
+        let opts = test_options(root, &mutate, vec![], Some(Laid::Kernel(guest.clone())));
+        assert_eq!(opts.flavor.overlay.as_deref(), Some(guest.as_path()));
+        assert_eq!(opts.modules.as_deref(), Some(guest.as_path()));
+        std::fs::remove_dir_all(&scratch).unwrap();
     }
 
     #[test]
