@@ -784,29 +784,31 @@ impl WorkItem for Worker {
         let why = loop {
             let paused = this.paused.lock();
             let hold = *paused;
-            match this.bar.try_access() {
+            // Decided under `try_access`'s RCU guard, which ends with this statement: waking
+            // the device (the heartbeat) sleeps, and must not happen inside it.
+            let asleep = match this.bar.try_access() {
                 // Paused, it still notices the binding's end.
-                Some(_) if hold.paused => {}
-                Some(_) if hold.suspended => {
-                    asleep_ticks += 1;
-                    if asleep_ticks % HEARTBEAT_TICKS == 0 {
-                        // Not under the lock: waking the device runs `runtime_resume`, which
-                        // takes it.
-                        drop(paused);
-                        this.heartbeat();
-                        continue;
-                    }
-                }
+                Some(_) if hold.paused => false,
+                Some(_) if hold.suspended => true,
                 Some(io) => {
                     let magic = io.readl(reg::MAGIC);
                     this.accesses.fetch_add(1, Ordering::Relaxed);
                     if magic == u32::MAX {
                         break Stop::Gone;
                     }
+                    false
                 }
                 None => break Stop::Refused,
-            }
+            };
+            // Not under the lock either: waking the device runs `runtime_resume`, which takes it.
             drop(paused);
+            if asleep {
+                asleep_ticks += 1;
+                if asleep_ticks % HEARTBEAT_TICKS == 0 {
+                    this.heartbeat();
+                    continue;
+                }
+            }
             let mut guard = this.stopped.lock();
             let _ = this
                 .wake
