@@ -696,9 +696,9 @@ pub trait Driver {
     ///
     /// The PCI core holds a runtime PM reference on a device while a driver binds it; with
     /// `Some`, the adapter gives it back once probe succeeded and takes it again before remove
-    /// (so remove finds the device awake), and the device sleeps once unused for `ms` and user
-    /// space allows it (`power/control` set to `auto`; the PCI core starts at `on`). Code that
-    /// needs the device awake holds a [`RuntimeActive`] from [`Device::runtime_active`].
+    /// (for which the PCI core wakes the device). The device sleeps once unused for `ms` and
+    /// user space allows it (`power/control` set to `auto`; the PCI core starts at `on`). Code
+    /// that needs the device awake holds a [`RuntimeActive`] from [`Device::runtime_active`].
     ///
     /// Both callbacks run on a bound device, never during probe or remove (the PCI core holds
     /// the device awake around them), but not under its device lock: they get a
@@ -773,8 +773,10 @@ pub trait Driver {
     /// // SAFETY: probe stored a reference made by `ARef::into_raw`, taken back only here.
     /// let pdev = unsafe { ARef::<pci::Device>::from_raw(kept) };
     /// let dev: &kernel::device::Device = (*pdev).as_ref();
-    /// // SAFETY: `dev` is valid; the count is an `atomic_t`, read once.
-    /// let usage = || unsafe { core::ptr::read_volatile(&(*dev.as_raw()).power.usage_count) }.counter;
+    /// let usage = || {
+    ///     // SAFETY: `dev` is valid; the count is an `atomic_t`, read once.
+    ///     unsafe { core::ptr::read_volatile(&(*dev.as_raw()).power.usage_count) }.counter
+    /// };
     /// let before = usage();
     /// // The PCI core starts every device with runtime PM forbidden (`power/control` is `on`).
     /// assert_eq!(SUSPENDS.load(SeqCst), 0);
