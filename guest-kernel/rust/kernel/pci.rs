@@ -369,10 +369,12 @@ use core::{marker::PhantomData, ops::Deref, ptr::NonNull};
 pub use crate::device::{Bound, Core, Normal};
 
 mod config;
+mod pm;
 pub use config::{
     Capabilities, Capability, ConfigSpace, Conventional, ExtCapabilities, ExtCapability, Extended,
     Size,
 };
+pub use pm::RuntimeActive;
 
 /// Matches any vendor, device, subvendor or subdevice (C's `PCI_ANY_ID`).
 ///
@@ -816,29 +818,6 @@ pub trait Driver {
     }
 }
 
-/// A runtime PM reference: the device is awake (D0, its driver's [`Driver::runtime_resume`]
-/// done) for as long as this lives; dropping it marks the device busy now and lets it sleep
-/// once unused for its autosuspend delay.
-///
-/// # Invariants
-///
-/// Holds one runtime PM usage count of `dev`, taken by a successful resume.
-pub struct RuntimeActive<'a> {
-    dev: &'a device::Device,
-}
-
-impl Drop for RuntimeActive<'_> {
-    fn drop(&mut self) {
-        let dev = self.dev.as_raw();
-        // SAFETY: `dev` is valid for the borrow, and we give back the usage count we hold (the
-        // type invariant).
-        unsafe {
-            bindings::pm_runtime_mark_last_busy(dev);
-            bindings::pm_runtime_put_autosuspend(dev);
-        }
-    }
-}
-
 /// The state of a device's link after an error (C's `pci_channel_state_t`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Channel {
@@ -986,105 +965,6 @@ impl<T: Driver + 'static> Adapter<T> {
         resume: Some(Self::resume_callback),
         cor_error_detected: None,
     };
-
-    /// The PM callbacks the PM core calls for `T`. System sleep: suspend, and the freeze and
-    /// power-off phases of hibernation, put it to sleep; resume, thaw and restore wake it.
-    /// Runtime PM: runtime suspend and resume (no idle callback: the PCI core then suspends).
-    const PM_OPS: bindings::dev_pm_ops = {
-        // SAFETY: All-zeroes is a valid `dev_pm_ops`: every callback absent.
-        let mut ops: bindings::dev_pm_ops = unsafe { core::mem::zeroed() };
-        if T::SLEEP {
-            ops.suspend = Some(Self::sleep_callback);
-            ops.freeze = Some(Self::sleep_callback);
-            ops.poweroff = Some(Self::sleep_callback);
-            ops.resume = Some(Self::wake_callback);
-            ops.thaw = Some(Self::wake_callback);
-            ops.restore = Some(Self::wake_callback);
-        }
-        if T::AUTOSUSPEND_DELAY_MS.is_some() {
-            ops.runtime_suspend = Some(Self::runtime_suspend_callback);
-            ops.runtime_resume = Some(Self::runtime_resume_callback);
-        }
-        ops
-    };
-
-    /// The `pci_dev` of a `device` the PCI core hands a PCI driver's PM callbacks.
-    ///
-    /// # Safety
-    ///
-    /// `dev` must be the `device` embedded in a `pci_dev`.
-    unsafe fn pci_dev_of(dev: *mut bindings::device) -> *mut bindings::pci_dev {
-        // SAFETY: `dev` is the `dev` field of a `pci_dev` (the caller's promise).
-        unsafe { crate::container_of!(dev, bindings::pci_dev, dev) }.cast_mut()
-    }
-
-    extern "C" fn sleep_callback(dev: *mut bindings::device) -> c_int {
-        // SAFETY: The PCI core calls a driver's `dev_pm_ops` (`pci_pm_suspend` and the like)
-        // only while the driver is bound, with the `device` of its `pci_dev`, and the PM core
-        // holds the device lock around the suspend, freeze and power-off callbacks.
-        let result = unsafe { Self::with_bound(Self::pci_dev_of(dev), T::sleep) };
-        match result {
-            Ok(()) => 0,
-            Err(e) => e.to_errno(),
-        }
-    }
-
-    extern "C" fn wake_callback(dev: *mut bindings::device) -> c_int {
-        // SAFETY: As for `sleep_callback`: resume, thaw and restore run likewise, bound, under
-        // the device lock.
-        let result = unsafe { Self::with_bound(Self::pci_dev_of(dev), T::wake) };
-        match result {
-            Ok(()) => 0,
-            Err(e) => e.to_errno(),
-        }
-    }
-
-    extern "C" fn runtime_suspend_callback(dev: *mut bindings::device) -> c_int {
-        // SAFETY: `pci_pm_runtime_suspend` calls the driver's only while `pci_dev->driver` is
-        // set, which is from before probe to after remove; around probe and remove the PCI
-        // core holds the device awake (a usage count, and `pm_runtime_barrier` before remove
-        // waits for a callback under way), so this runs while the device is bound, its
-        // drvdata set.
-        let result =
-            unsafe { Self::with_bound_unlocked(Self::pci_dev_of(dev), T::runtime_suspend) };
-        match result {
-            Ok(()) => 0,
-            Err(e) => e.to_errno(),
-        }
-    }
-
-    extern "C" fn runtime_resume_callback(dev: *mut bindings::device) -> c_int {
-        // SAFETY: As for `runtime_suspend_callback` (`pci_pm_runtime_resume`).
-        let result = unsafe { Self::with_bound_unlocked(Self::pci_dev_of(dev), T::runtime_resume) };
-        match result {
-            Ok(()) => 0,
-            Err(e) => e.to_errno(),
-        }
-    }
-
-    /// Runs `f` with the bound device `pdev` and its driver's data, for a callback made without
-    /// the device lock (runtime PM).
-    ///
-    /// # Safety
-    ///
-    /// `pdev` must be a valid `pci_dev` bound to this driver (its probe succeeded, its remove
-    /// has not run), and stay so for the whole call.
-    unsafe fn with_bound_unlocked<R>(
-        pdev: *mut bindings::pci_dev,
-        f: impl FnOnce(&Device<Bound>, &T::Data) -> R,
-    ) -> R {
-        // SAFETY: `pdev` is valid and bound for the call (the safety requirements), which is
-        // what `Bound` promises for the reference's lifetime, this call.
-        let dev = unsafe { Device::<Bound>::from_raw(pdev) };
-        // SAFETY: The device is bound to us, so drvdata holds what `probe_in_binding` returned
-        // for this binding, and `remove_callback` does not take it back during the call.
-        unsafe {
-            crate::devres::with_binding_data::<T::Data, R>(
-                bindings::pci_get_drvdata(pdev),
-                |data| f(dev, data),
-            )
-        }
-    }
 
     /// Runs `f` with the bound device `pdev` and its driver's data, for a callback the PCI core
     /// makes on a bound device besides probe and remove.
@@ -1364,33 +1244,6 @@ impl<Ctx: DeviceContext> Device<Ctx> {
 }
 
 impl Device {
-    /// Wakes the device if runtime PM put it to sleep (its driver's
-    /// [`Driver::runtime_resume`] runs first) and keeps it awake while the returned
-    /// reference lives.
-    ///
-    /// Any device may be asked, bound or not: on a device whose driver has no runtime PM it
-    /// only counts. Errors are runtime PM's: `EACCES` while it is disabled for the device (as
-    /// during a system sleep's late phases), or the errno of a failed resume.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use kernel::{io::Io, pci::{Bound, Device}};
-    ///
-    /// // Reads a register of a device whose driver lets it sleep when idle.
-    /// fn read_awake(pdev: &Device<Bound>, io: &Io<0x100>) -> Result<u32> {
-    ///     let _awake = pdev.runtime_active()?;
-    ///     Ok(io.readl(0))
-    /// }
-    /// ```
-    pub fn runtime_active(&self) -> Result<RuntimeActive<'_>> {
-        let dev: &device::Device = self.as_ref();
-        // SAFETY: `dev` is a valid device; on success we hold one usage count, which
-        // `RuntimeActive` gives back (its invariant).
-        to_result(unsafe { bindings::pm_runtime_resume_and_get(dev.as_raw()) })?;
-        Ok(RuntimeActive { dev })
-    }
-
     /// Returns the vendor id.
     ///
     /// # Examples
