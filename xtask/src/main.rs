@@ -84,9 +84,9 @@ enum Cmd {
         /// Run each scenario N times.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
         repeat: u32,
-        /// Soak: the hot-unplug scenarios, irq-unbind and the power-management ones (pm, rpm)
-        /// only, 100 times each (or --repeat times), without the unit tests; not part of the
-        /// default run.
+        /// Soak: the hot-unplug scenarios, irq-unbind and the power-management ones (rpm, and
+        /// pm-soak's fifty system sleeps) only, 100 times each (or --repeat times), without the
+        /// unit tests; not part of the default run.
         #[arg(long, conflicts_with = "scenario")]
         soak: bool,
         /// Boots at once, from any arch (default: three times the CPUs; much
