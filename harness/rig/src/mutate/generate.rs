@@ -26,7 +26,18 @@ use syn::visit::{self, Visit};
 pub fn scenarios_for(file: &str) -> Result<Vec<String>> {
     let dir = super::module_dir(file)?;
     let names: &[&str] = match dir {
-        "driver" => &["dma", "dma-surprise", "irq-intx", "probe-error"],
+        // Besides probe, DMA, interrupts and unbind: the driver's error handlers, shutdown,
+        // system sleep and runtime PM, each a path only its scenario reaches.
+        "driver" => &[
+            "dma",
+            "dma-surprise",
+            "irq-intx",
+            "probe-error",
+            "aer",
+            "shutdown",
+            "pm",
+            "rpm",
+        ],
         "driver-mainline" => &[
             "mainline-dma",
             "mainline-dma-surprise",
