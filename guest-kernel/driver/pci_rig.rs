@@ -14,7 +14,7 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
-    c_str, dev_err, dev_info,
+    c_str, dev_err, dev_info, dev_warn,
     device::{Bound, Device},
     devres::Devres,
     dma::{CoherentAllocation, Direction, DmaMask, Mapping},
@@ -679,13 +679,16 @@ impl irq::ThreadedHandler for Shared {
 enum Stop {
     /// `try_access` refused: the binding is gone.
     Refused,
-    /// MAGIC read all-ones: the device went away under us (surprise removal).
+    /// MAGIC read all-ones and config space did not answer either: the device went away under
+    /// us (surprise removal).
     Gone,
 }
 
 /// Keeps reading MAGIC through the `Devres` handle, about once a millisecond, until refused
 /// access or the device answers all-ones (it is gone: a PCI read from a device that is not there
-/// completes with all bits set). While runtime PM has put the device to sleep it reads nothing,
+/// completes with all bits set). All-ones from a device that still answers config space is a
+/// hung function, not a removed one: the worker then reads nothing until error recovery (a
+/// reset) hands the device back. While runtime PM has put the device to sleep it reads nothing,
 /// but every `HEARTBEAT_TICKS` it wakes the device for one read (resume on access).
 #[pin_data]
 struct Worker {
@@ -716,6 +719,10 @@ struct Hold {
     paused: bool,
     /// Runtime PM put the device to sleep: the worker reads nothing but its heartbeat.
     suspended: bool,
+    /// The device read all-ones but answers config space: hung. The worker reads nothing until
+    /// the next [`Worker::pause`]`(false)` (error recovery's `resume`: the device was reset and
+    /// set up again).
+    hung: bool,
 }
 
 /// Worker ticks (about a millisecond each) between heartbeats while the device sleeps.
@@ -737,9 +744,12 @@ impl Worker {
         )
     }
 
-    /// Pauses (or resumes) the worker's reads; returns once no read is in flight.
+    /// Pauses (or resumes) the worker's reads; returns once no read is in flight. Resuming
+    /// also ends a wait for a hung device: whoever resumes has set the device up again.
     fn pause(&self, paused: bool) {
-        self.paused.lock().paused = paused;
+        let mut hold = self.paused.lock();
+        hold.paused = paused;
+        hold.hung &= paused;
     }
 
     /// Tells the worker that runtime PM put the device to sleep (or woke it); returns once no
@@ -782,19 +792,29 @@ impl WorkItem for Worker {
     fn run(this: Arc<Worker>) {
         let mut asleep_ticks = 0u32;
         let why = loop {
-            let paused = this.paused.lock();
+            let mut paused = this.paused.lock();
             let hold = *paused;
             // Decided under `try_access`'s RCU guard, which ends with this statement: waking
             // the device (the heartbeat) sleeps, and must not happen inside it.
             let asleep = match this.bar.try_access() {
-                // Paused, it still notices the binding's end.
-                Some(_) if hold.paused => false,
+                // Paused, or waiting out a hang, it still notices the binding's end.
+                Some(_) if hold.paused || hold.hung => false,
                 Some(_) if hold.suspended => true,
                 Some(io) => {
                     let magic = io.readl(reg::MAGIC);
-                    this.accesses.fetch_add(1, Ordering::Relaxed);
-                    if magic == u32::MAX {
+                    let accesses = this.accesses.fetch_add(1, Ordering::Relaxed) + 1;
+                    // A config read, which does not sleep; under the lock, so that a recovery
+                    // cannot begin and end between it and `hung`.
+                    if magic == u32::MAX && !this.pdev.is_present() {
                         break Stop::Gone;
+                    }
+                    if magic == u32::MAX {
+                        paused.hung = true;
+                        dev_warn!(
+                            this.bar.device(),
+                            "event worker_hung accesses={}\n",
+                            accesses
+                        );
                     }
                     false
                 }

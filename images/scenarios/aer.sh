@@ -7,11 +7,13 @@
 # - a correctable error: logged, nothing else;
 # - an uncorrectable non-fatal one: the driver stops its worker and says it
 #   can recover; MMIO enabled again, it checks the device and resumes;
-# - an uncorrectable fatal one: the link is frozen, the driver asks for a
-#   reset; the AER core resets rp0's secondary bus (QEMU passes the reset to
-#   the device server: every register back to its power-on value), the
-#   driver re-initialises the device, proves it with an operation and a DMA,
-#   and resumes;
+# - an uncorrectable fatal one, with the device hung first (the `hang`
+#   fault: its BARs answer all-ones, config space still answers; the worker
+#   must take it for hung, not removed, and wait): the link is frozen, the
+#   driver asks for a reset; the AER core resets rp0's secondary bus (QEMU
+#   passes the reset to the device server: the hang ends, every register
+#   back to its power-on value), the driver re-initialises the device,
+#   proves it with an operation and a DMA, and resumes;
 # - two more non-fatal ones: the first recovered, the second past the
 #   driver's limit of three uncorrectable errors per binding: it lets go,
 #   and the binding then ends cleanly at unbind.
@@ -25,6 +27,8 @@ host aer rp0 RCVR
 check correctable_logged wait_for 100 aer_logged 1 "AER: Correctable error message received"
 host aer rp0 POISON_TLP
 check nonfatal_recovered wait_for 100 aer_logged 1 "AER: device recovery successful"
+check hang_armed arm hang 1
+check worker_saw_hang wait_for 100 aer_logged 1 "event worker_hung"
 host aer rp0 MALF_TLP
 check fatal_recovered wait_for 100 aer_logged 2 "AER: device recovery successful"
 host aer rp0 POISON_TLP

@@ -74,6 +74,7 @@
 //!         check(2, io.maxsize() >= 16);
 //!         let _ = io.readl(0); // a build-time checked access
 //!         check(3, io.try_readl(io.maxsize()) == Err(EINVAL));
+//!         check(6, pdev.is_present()); // answers config space
 //!         let old = STASH.swap(bar.clone().into_foreign().cast_mut(), Ordering::SeqCst);
 //!         if !old.is_null() {
 //!             // SAFETY: The first binding stored this reference with `Arc::into_foreign`.
@@ -1270,6 +1271,24 @@ impl Device {
     pub fn device_id(&self) -> u16 {
         // SAFETY: `self` is a valid `pci_dev`; `device` is set at enumeration and not changed.
         unsafe { (*self.as_raw()).device }
+    }
+
+    /// Whether the device still answers a config read of its vendor ID (and the PCI core has
+    /// not marked it disconnected). A BAR read of all-ones means the device is gone or hung;
+    /// this tells the two apart: a hung function still answers config space, a removed one
+    /// does not. Reads config space, without sleeping: callable from any context.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// fn gone(pdev: &kernel::pci::Device, magic: u32) -> bool {
+    ///     magic == u32::MAX && !pdev.is_present()
+    /// }
+    /// ```
+    pub fn is_present(&self) -> bool {
+        // SAFETY: `self` is a valid `pci_dev`; the function reads config space under the PCI
+        // core's spinlock, without sleeping.
+        unsafe { bindings::pci_device_is_present(self.as_raw()) }
     }
 
     fn check_bar(bar: u32) -> Result<c_int> {

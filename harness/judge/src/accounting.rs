@@ -19,7 +19,7 @@
 //! all-ones), and the MMIO oracle, which sees every guest access, is their
 //! witness.
 
-use crate::device_log::{Access, Claimed, Kind, Region};
+use crate::device_log::{Access, Claimed, Class, Kind, Region};
 use crate::driver::{Actor, Binding};
 use qemu_device::model::FaultKind;
 
@@ -251,14 +251,17 @@ impl<'a> Log<'a> {
                 seqs.push(Some((self.server, a.seq)));
             } else if is_worker_read(a) && b.worker_reads.is_none_or(|n| reads < n) {
                 // The worker stops at its first all-ones read: every read
-                // before it answered MAGIC.
-                if last_read == Some(ALL_ONES) || !matches!(a.value, Some(MAGIC) | Some(ALL_ONES)) {
+                // before it answered MAGIC. A hung device's all-ones (its
+                // config space still answers) it waits out, and reads again.
+                if last_read == Some((ALL_ONES, false))
+                    || !matches!(a.value, Some(MAGIC) | Some(ALL_ONES))
+                {
                     return Err(format!(
                         "binding {k}: the worker's read {} follows an all-ones read or answered neither MAGIC nor all-ones",
                         show(Some(a))
                     ));
                 }
-                last_read = a.value;
+                last_read = a.value.map(|v| (v, a.class == Class::Hung));
                 reads += 1;
             } else {
                 // The device's access is the report after the next: the next one never
@@ -309,10 +312,13 @@ impl<'a> Log<'a> {
             None => return Ok(reads),
         }
         // Why it stopped, by the device's own answer to its last read.
-        match (b.worker_gone, last_read == Some(ALL_ONES)) {
+        match (b.worker_gone, last_read == Some((ALL_ONES, false))) {
+            (true, false) if last_read == Some((ALL_ONES, true)) => Err(format!(
+                "binding {k}: the worker said the device was gone (reason=Gone), but its last read was answered all-ones by a hung device whose config space still answered: a hang taken for a removal"
+            )),
             (true, false) => Err(format!(
                 "binding {k}: the worker said the device was gone (reason=Gone), but its last read in the device's log answered {}",
-                last_read.map_or("nothing (no read)".into(), |v| format!("0x{v:x}"))
+                last_read.map_or("nothing (no read)".into(), |(v, _)| format!("0x{v:x}"))
             )),
             (false, true) => Err(format!(
                 "binding {k}: the device answered the worker's last read with all-ones, but the worker did not say it was gone"
@@ -579,6 +585,44 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("answered neither MAGIC nor all-ones"), "{e}");
+    }
+
+    #[test]
+    fn a_hung_devices_all_ones_is_waited_out_not_taken_for_a_removal() {
+        // Binding 1's worker: MAGIC, all-ones from a hung device, MAGIC again after its reset.
+        let hung = |l: &mut Vec<Access>, at: usize| l[at].class = Class::Hung;
+        let ones = ("bar0", 0, 0xffff_ffff, "read");
+        let base = [("config", 4, 6, "write"), MAGIC, ("bar0", 8, 5, "write")];
+        let with = |tail: &[(&str, u64, u64, &str)]| {
+            let mut l = base.to_vec();
+            l.extend_from_slice(tail);
+            l.push(("bar0", 0x50, 1, "write"));
+            log(&l)
+        };
+        let console = |accesses: u32, reason: &str| -> Vec<String> {
+            REBIND[..7]
+                .iter()
+                .map(|l| l.to_string())
+                .chain([format!(
+                    "pci_rig 0000:01:00.0: event worker_stopped reason={reason} accesses={accesses}"
+                )])
+                .collect()
+        };
+        let judge = |c: &[String], l: &[Access]| {
+            let c: Vec<&str> = c.iter().map(String::as_str).collect();
+            check(&c, l)
+        };
+        let mut waited = with(&[ones, MAGIC]);
+        hung(&mut waited, 3);
+        assert_eq!(judge(&console(2, "Refused"), &waited).unwrap().worker, 2);
+        // The same answers from a removed device: the worker read on after all-ones.
+        let e = judge(&console(2, "Refused"), &with(&[ones, MAGIC])).unwrap_err();
+        assert!(e.contains("follows an all-ones read"), "{e}");
+        // A hang the worker took for a removal.
+        let mut taken = with(&[ones]);
+        hung(&mut taken, 3);
+        let e = judge(&console(1, "Gone"), &taken).unwrap_err();
+        assert!(e.contains("a hang taken for a removal"), "{e}");
     }
 
     #[test]

@@ -27,7 +27,8 @@ pub fn irq_count_is_acks(probes: &[Probe], servers: &[&[Access]]) -> Result<usiz
         // A probe an armed fault struck (or that met a vanished device) answers for what the
         // fault did, not for its count (the sweep judges it).
         let faulted = log.iter().any(|a| {
-            (p.first..=p.last).contains(&a.seq) && (a.fault.is_some() || a.class == Class::Removed)
+            (p.first..=p.last).contains(&a.seq)
+                && (a.fault.is_some() || a.class == Class::Removed || a.class == Class::Hung)
         });
         if faulted {
             continue;

@@ -9,7 +9,7 @@
 
 use crate::accounting::{binding_claim, ClaimSeqs};
 use crate::console::{strip_timestamp, timestamp};
-use crate::device_log::{Access, DmaEvent, DmaOutcome, Kind, Region, Stopped};
+use crate::device_log::{Access, Class, DmaEvent, DmaOutcome, Kind, Region, Stopped};
 use crate::driver::{driver_text, Actor};
 use vocab::scenario::AerEnd;
 
@@ -97,6 +97,9 @@ pub fn judge(
             "; each time the driver let go, the device saw its RESET and nothing more of the binding's until its end",
         );
     }
+    for hang in hangs_ended_by_reset(device)? {
+        summary.push_str(&format!("; {hang}"));
+    }
     let resets = device_resets(device)?;
     let want_resets = want.iter().filter(|e| **e == AerEnd::Reset).count();
     if resets != want_resets {
@@ -110,6 +113,51 @@ pub fn judge(
     Ok(format!(
         "{summary}; the device saw each of the {resets} resets, then interrupts enabled again before the next operation and a DMA that moved its data"
     ))
+}
+
+/// The device's witness that each hang (a `hang` fault: its BARs answer nothing until a reset)
+/// ended the only way it can, in a whole-device reset, after which MAGIC read right again: the
+/// recovery went through the device, not around it. A summary of each.
+fn hangs_ended_by_reset(device: &[Stopped]) -> Result<Vec<String>, String> {
+    let hang = Some(qemu_device::model::FaultKind::Hang);
+    let mut seen = Vec::new();
+    for server in device {
+        for strike in server.log.iter().filter(|a| a.fault == hang) {
+            let reset = server.dma.iter().find_map(|e| match e {
+                DmaEvent::Reset { seq, .. } if *seq > strike.seq => Some(*seq),
+                _ => None,
+            });
+            let Some(reset) = reset else {
+                return Err(format!(
+                    "AER: the device hung at access #{} and no reset brought it back",
+                    strike.seq
+                ));
+            };
+            let unanswered = server
+                .log
+                .iter()
+                .filter(|a| a.seq >= strike.seq && a.seq < reset && a.class == Class::Hung)
+                .count();
+            let magic = server.log.iter().find(|a| {
+                a.seq > reset
+                    && a.kind == Kind::Read
+                    && a.region == Region::Bar0
+                    && a.offset == regmap::reg::MAGIC
+                    && a.value == Some(u64::from(regmap::MAGIC_VALUE))
+            });
+            let Some(magic) = magic else {
+                return Err(format!(
+                    "AER: the device hung at access #{}; after its reset (before access #{reset}) MAGIC never read right again",
+                    strike.seq
+                ));
+            };
+            seen.push(format!(
+                "the device hung at access #{} ({unanswered} accesses unanswered), was reset before #{reset} and read MAGIC again at #{}",
+                strike.seq, magic.seq
+            ));
+        }
+    }
+    Ok(seen)
 }
 
 /// The device's own witness of reset recoveries: each whole-device reset it logged once a
@@ -399,6 +447,42 @@ mod tests {
     fn judged(lines: &[String], want: &[AerEnd]) -> Result<String, String> {
         let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
         judge_console(&console(&refs), want).map(|(summary, _)| summary)
+    }
+
+    #[test]
+    fn a_hang_must_end_in_a_reset_after_which_magic_reads_right() {
+        use crate::device_log::test_access;
+        use std::os::unix::process::ExitStatusExt;
+        let magic = u64::from(regmap::MAGIC_VALUE);
+        let server = |log: Vec<Access>, dma: Vec<DmaEvent>| Stopped {
+            died: None,
+            status: std::process::ExitStatus::from_raw(0),
+            log,
+            dma,
+        };
+        let mut log = vec![
+            test_access(1, "bar0", 0, 4, magic, "read"),
+            test_access(2, "bar0", 0, 4, u64::from(u32::MAX), "read"),
+            test_access(3, "bar0", 0, 4, u64::from(u32::MAX), "read"),
+            test_access(5, "bar0", 0, 4, magic, "read"),
+        ];
+        log[1].fault = Some(qemu_device::model::FaultKind::Hang);
+        log[1].class = Class::Hung;
+        log[2].class = Class::Hung;
+        let reset = DmaEvent::Reset { seq: 4, time_ns: 4 };
+        let ok = hangs_ended_by_reset(&[server(log.clone(), vec![reset.clone()])]).unwrap();
+        assert_eq!(
+            ok,
+            ["the device hung at access #2 (2 accesses unanswered), was reset before #4 and read MAGIC again at #5"]
+        );
+        let e = hangs_ended_by_reset(&[server(log.clone(), vec![])]).unwrap_err();
+        assert!(e.contains("no reset brought it back"), "{e}");
+        let e = hangs_ended_by_reset(&[server(log[..3].to_vec(), vec![reset])]).unwrap_err();
+        assert!(e.contains("MAGIC never read right again"), "{e}");
+        log[1].fault = None;
+        assert!(hangs_ended_by_reset(&[server(log, vec![])])
+            .unwrap()
+            .is_empty());
     }
 
     #[test]

@@ -138,7 +138,7 @@ pub const DOCTESTS: &[(&str, usize, &[Arch])] = &[
     ("io", 40, &Arch::ALL),
     ("revocable", 9, &Arch::ALL),
     ("devres", 12, &Arch::ALL),
-    ("pci", 39, &Arch::ALL),
+    ("pci", 40, &Arch::ALL),
     ("pci_config", 1, &Arch::ALL),
     ("pci_pm", 1, &Arch::ALL),
     ("dma", 33, &Arch::ALL),

@@ -177,12 +177,27 @@ pub fn to_device(seen: &[Seen], bars: &[Bar]) -> Vec<Access> {
                 size: s.size,
                 value: Some(s.value),
                 kind: s.kind,
-                // The plugin does not classify; nothing reads an oracle entry's class.
+                // The plugin does not classify: `judge` copies a hung device's answers.
                 class: Class::Ok,
                 fault: None,
             })
         })
         .collect()
+}
+
+/// Marks the plugin's entries for the accesses a hung device answered (class `hung` in its
+/// log) as such, so that the accounting lets the worker read on after them, as it does by the
+/// device's log. The all-ones answer the plugin saw is checked against the device's by `same`.
+fn carry_hung(seen: &mut [Access], devices: &[&[Access]]) {
+    let hung = devices
+        .iter()
+        .flat_map(|l| l.iter())
+        .filter(|a| a.class == Class::Hung);
+    for d in hung {
+        if let Some(o) = seen.iter_mut().find(|o| o.class == Class::Ok && same(d, o)) {
+            o.class = Class::Hung;
+        }
+    }
 }
 
 /// The same access, seen by the device and by the plugin.
@@ -275,7 +290,8 @@ pub fn judge(
     if bars.is_empty() {
         return Err("the kernel never printed where it put our device's BARs".into());
     }
-    let seen = to_device(&log.seen, &bars);
+    let mut seen = to_device(&log.seen, &bars);
+    carry_hung(&mut seen, devices);
     let n: Accounted = accounting::account(history, &[&seen[..]])
         .map_err(|e| format!("MMIO oracle (inside QEMU): {e}"))?;
     // Every device-log entry has its plugin entry. With two vCPUs the two

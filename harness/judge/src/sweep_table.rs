@@ -327,9 +327,10 @@ impl Table {
             // The host's doing, not the device's: AER recovery and the hot removal take the
             // device lock, which probe holds, so they come after probe, which binds.
             FaultKind::Aer | FaultKind::Unplug => vec![Outcome::Bound],
-            // The device answers all-ones from this access on (a death after QEMU's wait):
-            // the first access that notices refuses; none after CAPS does.
-            FaultKind::Vanish | FaultKind::Die => vec![from(n)
+            // The device answers all-ones from this access on (a death after QEMU's wait; a
+            // hung function on its BARs, which are all probe reads): the first access that
+            // notices refuses; none after CAPS does.
+            FaultKind::Vanish | FaultKind::Die | FaultKind::Hang => vec![from(n)
                 .find(|e| e.role.notices_a_gone_device())
                 .map_or(Outcome::Bound, refused_here)],
             // This access alone: a read's bits inverted, a write dropped.

@@ -223,7 +223,7 @@ pub fn budget(points: &[Point]) -> std::time::Duration {
     let secs: u64 = points
         .iter()
         .map(|p| match p.kind {
-            FaultKind::Vanish | FaultKind::Error | FaultKind::Aer => 5,
+            FaultKind::Vanish | FaultKind::Error | FaultKind::Aer | FaultKind::Hang => 5,
             FaultKind::Unplug => 20,
             FaultKind::Die => 30,
         })

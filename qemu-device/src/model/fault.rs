@@ -1,6 +1,6 @@
 //! One fault, armed from the host, that strikes at the N-th BAR access counted from its arming
-//! (REGISTERS.md, "Faults"): the removal-point sweep's lever. The model acts on `vanish` and
-//! `error` itself; `die` is the transport's to carry out, `unplug` and `aer` the host's, who
+//! (REGISTERS.md, "Faults"): the removal-point sweep's lever. The model acts on `vanish`,
+//! `error` and `hang` itself; `die` is the transport's to carry out, `unplug` and `aer` the host's, who
 //! learns of the strike from the control socket.
 
 use serde::{Deserialize, Serialize};
@@ -20,15 +20,21 @@ pub enum FaultKind {
     Unplug,
     /// The host injects an uncorrectable error at the root port once it sees the strike.
     Aer,
+    /// From the struck access on, the function hangs until a reset (DEVICE_RESET: a
+    /// function-level or bus reset) or `clear_fault`: BAR reads return all-ones, BAR writes
+    /// drop, no interrupts, no DMA; config space still answers, so a driver can tell a hung
+    /// function from a removed one.
+    Hang,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 5] = [
+    pub const ALL: [FaultKind; 6] = [
         FaultKind::Vanish,
         FaultKind::Error,
         FaultKind::Die,
         FaultKind::Unplug,
         FaultKind::Aer,
+        FaultKind::Hang,
     ];
 
     pub fn name(self) -> &'static str {
@@ -38,6 +44,7 @@ impl FaultKind {
             FaultKind::Die => "die",
             FaultKind::Unplug => "unplug",
             FaultKind::Aer => "aer",
+            FaultKind::Hang => "hang",
         }
     }
 }

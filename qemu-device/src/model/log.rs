@@ -43,6 +43,9 @@ pub enum Class {
     Removed,
     /// An `error` fault struck: the read returned its value inverted, the write dropped.
     Corrupted,
+    /// A `hang` fault struck earlier and no reset followed yet: a BAR read returned all-ones,
+    /// a BAR write dropped.
+    Hung,
 }
 
 /// The names below are the ones the access log's JSON uses (serde's `snake_case`), for messages
@@ -94,6 +97,7 @@ names!(Class {
     OutOfRange => "out_of_range",
     Removed => "removed",
     Corrupted => "corrupted",
+    Hung => "hung",
 });
 
 /// One access as the device saw it.
@@ -133,6 +137,8 @@ pub struct Counters {
     pub out_of_range: u64,
     pub removed: u64,
     pub corrupted: u64,
+    #[serde(default)]
+    pub hung: u64,
     /// Doorbell writes that started an operation.
     pub commands: u64,
     /// Operations that completed with the ERROR bit.
@@ -171,6 +177,7 @@ impl Counters {
             Class::OutOfRange => &mut self.out_of_range,
             Class::Removed => &mut self.removed,
             Class::Corrupted => &mut self.corrupted,
+            Class::Hung => &mut self.hung,
         };
         *slot += 1;
     }

@@ -140,6 +140,8 @@ pub struct Model {
     now_ns: u64,
     /// What `clear_knobs` goes back to: the server's start-up knobs (its `--dma-delay-us`).
     default_knobs: Knobs,
+    /// A `hang` fault struck: the function answers nothing on its BARs until a reset.
+    hung: bool,
 }
 
 impl Default for Model {
@@ -168,6 +170,7 @@ impl Model {
             dma: DmaSpace::default(),
             now_ns: 0,
             default_knobs: Knobs::default(),
+            hung: false,
         }
     }
 
@@ -187,6 +190,9 @@ impl Model {
         } else if self.knobs.all_ones {
             data.fill(0xff);
             Class::Removed
+        } else if self.hung && region != Region::Config {
+            data.fill(0xff);
+            Class::Hung
         } else {
             let class = match region {
                 Region::Config => {
@@ -221,7 +227,7 @@ impl Model {
     ) -> Result<(), AccessError> {
         self.now_ns = now_ns;
         // The DMA engine finishes a delayed DMA before it takes a write.
-        if self.dma_due_ns().is_some() && !self.knobs.stuck_busy && !self.knobs.all_ones {
+        if self.dma_due_ns().is_some() && !self.knobs.stuck_busy && !self.silent() {
             self.regs.waited = true;
             self.complete_op();
             self.regs.waited = false;
@@ -233,6 +239,8 @@ impl Model {
             Class::Corrupted
         } else if self.knobs.all_ones {
             Class::Removed
+        } else if self.hung && region != Region::Config {
+            Class::Hung
         } else {
             match region {
                 Region::Config => {
@@ -306,10 +314,12 @@ impl Model {
             return None;
         }
         let kind = self.fault.count(self.log.next_seq(), kind == Kind::Write)?;
-        if kind == FaultKind::Vanish {
-            self.knobs.all_ones = true;
-            self.update_irq();
+        match kind {
+            FaultKind::Vanish => self.knobs.all_ones = true,
+            FaultKind::Hang => self.hung = true,
+            _ => {}
         }
+        self.update_irq();
         Some(kind)
     }
 
@@ -362,7 +372,7 @@ impl Model {
         } else {
             self.regs.int_enable
         };
-        let cond = self.regs.int_status & enabled != 0 && !self.knobs.all_ones;
+        let cond = self.regs.int_status & enabled != 0 && !self.silent();
         if cond && !self.irq_condition {
             if self.knobs.drop_irqs {
                 self.counters.irqs_dropped += 1;
@@ -377,6 +387,11 @@ impl Model {
             self.irq_line = false;
         }
         self.irq_condition = cond;
+    }
+
+    /// Gone (`all_ones`) or hung: no interrupt, no DMA.
+    fn silent(&self) -> bool {
+        self.knobs.all_ones || self.hung
     }
 
     /// RESET register: BAR0 registers and the BAR2 window back to power-on; config space,
@@ -411,6 +426,8 @@ impl Model {
     /// vfio-user DEVICE_RESET (function-level reset, or a bus reset QEMU passes on) at time
     /// `now_ns`: also config space; logged.
     pub fn device_reset(&mut self, now_ns: u64) {
+        // The one thing that brings a hung function back (besides the host's `clear_fault`).
+        self.hung = false;
         self.soft_reset();
         self.config = ConfigSpace::new();
         self.config.set_no_soft_reset(self.knobs.no_soft_reset);
@@ -436,12 +453,14 @@ impl Model {
         &self.fault
     }
 
-    /// Disarms the fault and undoes what a strike left: a vanished device answers again.
+    /// Disarms the fault and undoes what a strike left: a vanished or hung device answers
+    /// again.
     pub fn clear_fault(&mut self) {
         if matches!(self.fault.struck, Some(s) if s.kind == FaultKind::Vanish) {
             self.knobs.all_ones = false;
-            self.update_irq();
         }
+        self.hung = false;
+        self.update_irq();
         self.fault = FaultState::default();
     }
 
@@ -466,8 +485,8 @@ impl Model {
     /// Returns whether anything changed (the transport then signals interrupts).
     pub fn tick(&mut self, now_ns: u64) -> bool {
         match self.regs.pending.as_ref().and_then(|op| op.due_ns) {
-            // A device that is gone (`all_ones`) moves nothing.
-            Some(due) if now_ns >= due && !self.knobs.stuck_busy && !self.knobs.all_ones => {
+            // A device that is gone or hung moves nothing.
+            Some(due) if now_ns >= due && !self.knobs.stuck_busy && !self.silent() => {
                 self.now_ns = now_ns;
                 self.complete_op();
                 true

@@ -765,7 +765,52 @@ fn die_unplug_and_aer_strikes_are_only_recorded_by_the_model() {
     }
     assert!("vanish".parse::<FaultKind>().is_ok());
     let e = "vanished".parse::<FaultKind>().unwrap_err();
-    assert!(e.contains("one of: vanish, error, die, unplug, aer"), "{e}");
+    assert!(
+        e.contains("one of: vanish, error, die, unplug, aer, hang"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_hung_function_answers_config_space_only_until_a_reset() {
+    let mut m = Model::new();
+    w32(&mut m, INT_ENABLE, INT_ALL);
+    w32(&mut m, SCRATCH, 7);
+    m.arm_fault(FaultKind::Hang, 1, false).unwrap();
+    assert_eq!(
+        r32(&mut m, MAGIC),
+        u32::MAX,
+        "hung from the struck access on"
+    );
+    w32(&mut m, INT_RAISE, INT_SOFT);
+    w32(&mut m, SCRATCH, 8);
+    assert!(!m.intx_asserted(), "no interrupt from a hung function");
+    assert_eq!(r32(&mut m, SCRATCH), u32::MAX);
+    assert_eq!(
+        cfg32(&mut m, 0) & 0xffff,
+        u32::from(config::VENDOR_ID),
+        "config space still answers"
+    );
+    let log: Vec<_> = m.log().since(0).cloned().collect();
+    let hung: Vec<_> = log.iter().filter(|a| a.class == Class::Hung).collect();
+    assert_eq!(hung.len(), 4, "every BAR access while hung: {log:?}");
+    assert_eq!(hung[0].fault, Some(FaultKind::Hang));
+    assert_eq!(m.counters().hung, 4);
+    m.device_reset(5);
+    assert_eq!(r32(&mut m, MAGIC), MAGIC_VALUE, "a reset brings it back");
+    assert_eq!(
+        r32(&mut m, SCRATCH),
+        0,
+        "reset, not resumed: the dropped write is lost"
+    );
+    m.arm_fault(FaultKind::Hang, 1, false).unwrap();
+    r32(&mut m, MAGIC);
+    m.clear_fault();
+    assert_eq!(
+        r32(&mut m, MAGIC),
+        MAGIC_VALUE,
+        "and so does the host's clear_fault"
+    );
 }
 
 mod dma {
