@@ -899,8 +899,9 @@ const MAX_ERRORS: u64 = 3;
 impl PciRig {
     /// After a reset (every register at its power-on value): interrupts on again, then one
     /// operation and one DMA from the binding's coherent buffer, each answered by its interrupt.
-    /// Reports `event EVENT ok|FAIL …` (`aer_reinit` after an error's reset, `pm_reinit` after
-    /// system sleep, `rpm_reinit` after runtime PM's); whether the device works.
+    /// Reports `event EVENT ok|FAIL …` (`aer_reinit` after an error's reset, `reset_reinit`
+    /// after a function reset, `pm_reinit` after system sleep, `rpm_reinit` after runtime PM's);
+    /// whether the device works.
     fn reinit(&self, pdev: &pci::Device<pci::Bound>, event: &str) -> bool {
         let sh = &self.sh;
         let Ok(io) = sh.bar.access(pdev.as_ref()) else {
@@ -941,6 +942,31 @@ impl PciRig {
         ok
     }
 }
+
+/// The uncorrectable errors the device itself recorded (its AER capability's status register),
+/// cleared once read (the register is write-1-to-clear and survives resets); 0 when it has
+/// none or no AER capability. The AER core reads a device's record only when the error message
+/// names it; ours come from the root port.
+fn take_device_errors(pdev: &pci::Device<pci::Bound>) -> u32 {
+    let Ok(cs) = pdev.config_space_extended() else {
+        return 0;
+    };
+    let aer = cs.ext_capabilities().find_map(|c| match c {
+        pci::ExtCapability::Aer(at) => Some(usize::from(at)),
+        _ => None,
+    });
+    let Some(status) = aer.map(|at| at + AER_UNCOR_STATUS) else {
+        return 0;
+    };
+    let errors = cs.try_read32(status).unwrap_or(0);
+    if errors != 0 && errors != u32::MAX {
+        let _ = cs.try_write32(errors, status);
+    }
+    errors
+}
+
+/// The AER capability's Uncorrectable Error Status register, from the capability.
+const AER_UNCOR_STATUS: usize = 4;
 
 impl pci::Driver for PciRig {
     type IdInfo = Expect;
@@ -1058,10 +1084,11 @@ impl pci::Driver for PciRig {
         };
         dev_info!(
             pdev,
-            "event aer_detected channel={:?} errors={} answer={:?}\n",
+            "event aer_detected channel={:?} errors={} answer={:?} device_errors={:#x}\n",
             channel,
             errors,
-            answer
+            answer,
+            take_device_errors(pdev)
         );
         if answer == pci::Detected::Disconnect {
             // Letting go: the device is stopped (no operation, no interrupt, no DMA) and left
@@ -1088,13 +1115,19 @@ impl pci::Driver for PciRig {
         answer
     }
 
+    /// A reset of the function outside error recovery (`pci_reset_function`: sysfs `reset`, a
+    /// function-level reset where the device has one) is coming: the worker stops reading.
     fn reset_prepare(pdev: &pci::Device<pci::Core>, this: &KBox<PciRig>) {
         this.worker.pause(true);
-        dev_info!(pdev, "event aer_reset_prepare\n");
+        dev_info!(pdev, "event reset_prepare\n");
     }
 
-    fn reset_done(pdev: &pci::Device<pci::Core>, _this: &KBox<PciRig>) {
-        dev_info!(pdev, "event aer_reset_done\n");
+    /// The function was reset (the PCI core restored its config space): everything the driver
+    /// set up in it is gone. Set up again, then the worker reads on.
+    fn reset_done(pdev: &pci::Device<pci::Core>, this: &KBox<PciRig>) {
+        this.reinit(pdev, "reset_reinit");
+        this.worker.pause(false);
+        dev_info!(pdev, "event reset_done\n");
     }
 
     /// The device was reset: everything the driver set up in it is gone.

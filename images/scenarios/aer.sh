@@ -1,19 +1,24 @@
 # aer: PCIe Advanced Error Reporting errors injected (HMP
 # pcie_aer_inject_error) at the root port our device sits behind, rp0, while
-# the driver's worker is busy. Our device is conventional PCI to QEMU (no PCI
-# Express capability: QEMU refuses to inject at it), so the AER core reports
-# each error at rp0 and recovers the devices below it, ours with our
-# driver's error handlers:
+# the driver's worker is busy. QEMU injects only at devices it emulates AER
+# for (not a vfio-user one, though ours has an AER capability), so the AER
+# core reports each error at rp0 and recovers the devices below it, ours
+# with our driver's error handlers:
 # - a correctable error: logged, nothing else;
 # - an uncorrectable non-fatal one: the driver stops its worker and says it
 #   can recover; MMIO enabled again, it checks the device and resumes;
 # - an uncorrectable fatal one, with the device hung first (the `hang`
-#   fault: its BARs answer all-ones, config space still answers; the worker
-#   must take it for hung, not removed, and wait): the link is frozen, the
+#   fault: its BARs answer all-ones, config space still answers, its AER
+#   capability records an internal error; the worker must take it for hung,
+#   not removed, and wait; error_detected reads and clears the device's
+#   record): the link is frozen, the
 #   driver asks for a reset; the AER core resets rp0's secondary bus (QEMU
 #   passes the reset to the device server: the hang ends, every register
 #   back to its power-on value), the driver re-initialises the device,
 #   proves it with an operation and a DMA, and resumes;
+# - a function reset outside error recovery (sysfs `reset`: the device has
+#   FLR): the driver stops its worker, the device logs its reset, the driver
+#   sets it up again and the worker reads on;
 # - two more non-fatal ones: the first recovered, the second past the
 #   driver's limit of three uncorrectable errors per binding: it lets go,
 #   and the binding then ends cleanly at unbind.
@@ -31,6 +36,8 @@ check hang_armed arm hang 1
 check worker_saw_hang wait_for 100 aer_logged 1 "event worker_hung"
 host aer rp0 MALF_TLP
 check fatal_recovered wait_for 100 aer_logged 2 "AER: device recovery successful"
+check function_reset put "$dev/reset" 1
+check reset_done wait_for 100 aer_logged 1 "event reset_done"
 host aer rp0 POISON_TLP
 check third_recovered wait_for 100 aer_logged 3 "AER: device recovery successful"
 host aer rp0 POISON_TLP

@@ -77,8 +77,8 @@ fn enumerator_sees_the_documented_device() {
     let caps: Vec<_> = root.capabilities(df).map(|c| (c.offset, c.id)).collect();
     assert_eq!(
         caps,
-        [(0x40, 0x05), (0x50, 0x01)],
-        "an MSI and a power-management capability"
+        [(0x40, 0x05), (0x50, 0x01), (0x60, 0x10)],
+        "MSI, power-management and PCI Express capabilities"
     );
 
     // Program the BARs like firmware and turn decoding on; the values stick.

@@ -101,10 +101,18 @@ pub fn judge(
         summary.push_str(&format!("; {hang}"));
     }
     let resets = device_resets(device)?;
-    let want_resets = want.iter().filter(|e| **e == AerEnd::Reset).count();
+    // Function resets outside recovery (`pci_reset_function`), each the driver's prepare, its
+    // setting up again and its done, in order.
+    let function_resets = function_resets(lines)?;
+    let want_resets = want.iter().filter(|e| **e == AerEnd::Reset).count() + function_resets;
     if resets != want_resets {
         return Err(format!(
-            "AER: the device logged {resets} resets while bound, the recoveries expected {want_resets}"
+            "AER: the device logged {resets} resets while bound and used again, the recoveries and function resets expected {want_resets}"
+        ));
+    }
+    if function_resets > 0 {
+        summary.push_str(&format!(
+            "; {function_resets} function resets, each prepared for and set up again after"
         ));
     }
     if resets == 0 {
@@ -115,9 +123,48 @@ pub fn judge(
     ))
 }
 
+/// The function resets the driver went through outside error recovery: `reset_prepare`, then
+/// `reset_reinit ok`, then `reset_done`, each in that order.
+fn function_resets(lines: &[String]) -> Result<usize, String> {
+    let mut done = 0;
+    let mut step = 0;
+    for d in lines.iter().filter_map(|l| driver_text(l)) {
+        let want = [
+            "event reset_prepare",
+            "event reset_reinit",
+            "event reset_done",
+        ];
+        let Some(at) = want.iter().position(|w| d.starts_with(w)) else {
+            continue;
+        };
+        if at != step || (at == 1 && !d.starts_with("event reset_reinit ok")) {
+            return Err(format!(
+                "a function reset: `{d}` where `{}` was due",
+                want[step]
+            ));
+        }
+        step = (step + 1) % want.len();
+        done += usize::from(step == 0);
+    }
+    if step != 0 {
+        return Err(format!(
+            "a function reset never ended: `{}` never came",
+            [
+                "event reset_prepare",
+                "event reset_reinit ok",
+                "event reset_done"
+            ][step]
+        ));
+    }
+    Ok(done)
+}
+
 /// The device's witness that each hang (a `hang` fault: its BARs answer nothing until a reset)
 /// ended the only way it can, in a whole-device reset, after which MAGIC read right again: the
-/// recovery went through the device, not around it. A summary of each.
+/// recovery went through the device, not around it; and that the internal error the device
+/// recorded for it in its AER capability was read and cleared (our driver's `error_detected`
+/// reads and clears it; the PCI core's restore of config space after the reset clears it too).
+/// A summary of each.
 fn hangs_ended_by_reset(device: &[Stopped]) -> Result<Vec<String>, String> {
     let hang = Some(qemu_device::model::FaultKind::Hang);
     let mut seen = Vec::new();
@@ -130,6 +177,23 @@ fn hangs_ended_by_reset(device: &[Stopped]) -> Result<Vec<String>, String> {
             let Some(reset) = reset else {
                 return Err(format!(
                     "AER: the device hung at access #{} and no reset brought it back",
+                    strike.seq
+                ));
+            };
+            let aer_status = qemu_device::model::config::AER_UNCOR_STATUS as u64;
+            let internal = u64::from(qemu_device::model::config::AER_UNCOR_INTERNAL);
+            let status = |kind: Kind| {
+                server.log.iter().find(|a| {
+                    a.seq > strike.seq
+                        && a.region == Region::Config
+                        && a.kind == kind
+                        && a.offset == aer_status
+                        && a.value.is_some_and(|v| v & internal != 0)
+                })
+            };
+            let (Some(read), Some(cleared)) = (status(Kind::Read), status(Kind::Write)) else {
+                return Err(format!(
+                    "AER: the device hung at access #{} and recorded an internal error in its AER capability, which nothing read and cleared",
                     strike.seq
                 ));
             };
@@ -152,8 +216,8 @@ fn hangs_ended_by_reset(device: &[Stopped]) -> Result<Vec<String>, String> {
                 ));
             };
             seen.push(format!(
-                "the device hung at access #{} ({unanswered} accesses unanswered), was reset before #{reset} and read MAGIC again at #{}",
-                strike.seq, magic.seq
+                "the device hung at access #{} ({unanswered} accesses unanswered), its AER record of it read at #{} and cleared at #{}, was reset before #{reset} and read MAGIC again at #{}",
+                strike.seq, read.seq, cleared.seq, magic.seq
             ));
         }
     }
@@ -450,6 +514,41 @@ mod tests {
     }
 
     #[test]
+    fn a_function_reset_is_prepared_for_and_set_up_again_after() {
+        let lines = |events: &[&str]| -> Vec<String> {
+            console(
+                &events
+                    .iter()
+                    .map(|e| format!("{DRV}{e}"))
+                    .collect::<Vec<_>>()
+                    .iter()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let whole = [
+            "event reset_prepare",
+            "event reset_reinit ok",
+            "event reset_done",
+        ];
+        assert_eq!(function_resets(&lines(&whole)).unwrap(), 1);
+        assert_eq!(function_resets(&lines(&[])).unwrap(), 0);
+        let e = function_resets(&lines(&[whole[0], whole[2]])).unwrap_err();
+        assert!(
+            e.contains("`event reset_done` where `event reset_reinit` was due"),
+            "{e}"
+        );
+        let e = function_resets(&lines(&[
+            whole[0],
+            "event reset_reinit FAIL fill=false dma=None",
+        ]))
+        .unwrap_err();
+        assert!(e.contains("reset_reinit FAIL"), "{e}");
+        let e = function_resets(&lines(&whole[..2])).unwrap_err();
+        assert!(e.contains("never ended"), "{e}");
+    }
+
+    #[test]
     fn a_hang_must_end_in_a_reset_after_which_magic_reads_right() {
         use crate::device_log::test_access;
         use std::os::unix::process::ExitStatusExt;
@@ -460,11 +559,15 @@ mod tests {
             log,
             dma,
         };
+        let status = qemu_device::model::config::AER_UNCOR_STATUS as u64;
+        let internal = u64::from(qemu_device::model::config::AER_UNCOR_INTERNAL);
         let mut log = vec![
             test_access(1, "bar0", 0, 4, magic, "read"),
             test_access(2, "bar0", 0, 4, u64::from(u32::MAX), "read"),
             test_access(3, "bar0", 0, 4, u64::from(u32::MAX), "read"),
             test_access(5, "bar0", 0, 4, magic, "read"),
+            test_access(6, "config", status, 4, internal, "read"),
+            test_access(7, "config", status, 4, internal, "write"),
         ];
         log[1].fault = Some(qemu_device::model::FaultKind::Hang);
         log[1].class = Class::Hung;
@@ -473,11 +576,15 @@ mod tests {
         let ok = hangs_ended_by_reset(&[server(log.clone(), vec![reset.clone()])]).unwrap();
         assert_eq!(
             ok,
-            ["the device hung at access #2 (2 accesses unanswered), was reset before #4 and read MAGIC again at #5"]
+            ["the device hung at access #2 (2 accesses unanswered), its AER record of it read at #6 and cleared at #7, was reset before #4 and read MAGIC again at #5"]
         );
+        let e =
+            hangs_ended_by_reset(&[server(log[..5].to_vec(), vec![reset.clone()])]).unwrap_err();
+        assert!(e.contains("which nothing read and cleared"), "{e}");
         let e = hangs_ended_by_reset(&[server(log.clone(), vec![])]).unwrap_err();
         assert!(e.contains("no reset brought it back"), "{e}");
-        let e = hangs_ended_by_reset(&[server(log[..3].to_vec(), vec![reset])]).unwrap_err();
+        let no_magic: Vec<Access> = log.iter().filter(|a| a.seq != 5).cloned().collect();
+        let e = hangs_ended_by_reset(&[server(no_magic, vec![reset])]).unwrap_err();
         assert!(e.contains("MAGIC never read right again"), "{e}");
         log[1].fault = None;
         assert!(hangs_ended_by_reset(&[server(log, vec![])])

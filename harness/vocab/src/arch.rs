@@ -130,8 +130,8 @@ impl Arch {
             .map(|s| s.to_string()),
         );
         v.push(VCPUS.to_string());
-        // At 5 GT/s: QEMU's port never reports its link active for our (conventional PCI)
-        // device, and Linux waits for that after a bus reset only above 5 GT/s
+        // At 5 GT/s: QEMU's port never reported its link active for our device while it was
+        // conventional PCI, and Linux waits for that after a bus reset only above 5 GT/s
         // (docs/defects.md).
         v.extend([
             "-device".into(),

@@ -245,8 +245,11 @@ impl Model {
             match region {
                 Region::Config => {
                     let before = self.config.power_state();
-                    self.config.write(offset as usize, data);
+                    let flr = self.config.write(offset as usize, data);
                     self.power_transition(before, now_ns);
+                    if flr {
+                        self.device_reset(now_ns);
+                    }
                     Class::Ok
                 }
                 Region::Bar0 => self.bar0_write(offset, data),
@@ -316,7 +319,11 @@ impl Model {
         let kind = self.fault.count(self.log.next_seq(), kind == Kind::Write)?;
         match kind {
             FaultKind::Vanish => self.knobs.all_ones = true,
-            FaultKind::Hang => self.hung = true,
+            FaultKind::Hang => {
+                // A hung function knows: it records an internal error in its AER capability.
+                self.hung = true;
+                self.config.uncorrectable(config::AER_UNCOR_INTERNAL);
+            }
             _ => {}
         }
         self.update_irq();
@@ -415,7 +422,7 @@ impl Model {
         let lost = before == 3 && after == 0 && !self.knobs.no_soft_reset;
         if lost {
             self.soft_reset();
-            self.config = ConfigSpace::new();
+            self.config = self.config.reset();
             self.config.set_no_soft_reset(false);
         }
         // The access being handled is the next one logged.
@@ -423,13 +430,14 @@ impl Model {
         self.dma.power(seq, now_ns, before, after, lost);
     }
 
-    /// vfio-user DEVICE_RESET (function-level reset, or a bus reset QEMU passes on) at time
-    /// `now_ns`: also config space; logged.
+    /// vfio-user DEVICE_RESET (a bus reset QEMU passes on), or the guest's function-level reset
+    /// (Device Control's FLR bit), at time `now_ns`: also config space but for AER's sticky
+    /// registers; logged.
     pub fn device_reset(&mut self, now_ns: u64) {
         // The one thing that brings a hung function back (besides the host's `clear_fault`).
         self.hung = false;
         self.soft_reset();
-        self.config = ConfigSpace::new();
+        self.config = self.config.reset();
         self.config.set_no_soft_reset(self.knobs.no_soft_reset);
         let seq = self.log.next_seq();
         self.dma.reset(seq, now_ns);

@@ -52,9 +52,82 @@ fn config_header_identifies_the_device() {
         u32::from(config::STATUS_CAP_LIST)
     );
     assert_eq!(rd(&mut m, Region::Config, 0x34, 1), 0x40);
-    // MSI capability, 64-bit, one vector; then power management, last in the list.
+    // MSI capability, 64-bit, one vector; then power management; then PCI Express, last.
     assert_eq!(cfg32(&mut m, 0x40), 0x0080_5005);
-    assert_eq!(cfg32(&mut m, 0x50), 0x0003_0001);
+    assert_eq!(cfg32(&mut m, 0x50), 0x0003_6001);
+    assert_eq!(cfg32(&mut m, 0x60), 0x0002_0010, "PCIe v2 endpoint");
+    assert_eq!(cfg32(&mut m, 0x64) & 1 << 28, 1 << 28, "FLR capable");
+    // The extended space: AER alone.
+    assert_eq!(cfg32(&mut m, 0x100), 0x0002_0001);
+    assert_eq!(cfg32(&mut m, config::AER_UNCOR_SEVER as u64), 0x0046_2030);
+}
+
+#[test]
+fn aer_status_is_sticky_and_cleared_by_writing_ones() {
+    let mut m = Model::new();
+    let status = config::AER_UNCOR_STATUS as u64;
+    cfg_w32(&mut m, status, 0);
+    assert_eq!(cfg32(&mut m, status), 0);
+    m.arm_fault(FaultKind::Hang, 1, false).unwrap();
+    r32(&mut m, MAGIC);
+    assert_eq!(
+        cfg32(&mut m, status),
+        config::AER_UNCOR_INTERNAL,
+        "a hang is recorded"
+    );
+    assert_eq!(
+        cfg32(&mut m, config::AER_CAP_CTL as u64) & 0x1f,
+        22,
+        "first error pointer"
+    );
+    let devsta = rd(&mut m, Region::Config, config::DEVSTA as u64, 2);
+    assert_eq!(devsta, 1 << 2, "fatal by default severity");
+    m.device_reset(5);
+    assert_eq!(r32(&mut m, MAGIC), MAGIC_VALUE);
+    assert_eq!(
+        cfg32(&mut m, status),
+        config::AER_UNCOR_INTERNAL,
+        "sticky across a reset"
+    );
+    assert_eq!(
+        rd(&mut m, Region::Config, config::DEVSTA as u64, 2),
+        0,
+        "not sticky"
+    );
+    cfg_w32(&mut m, status, 1 << 4);
+    assert_eq!(
+        cfg32(&mut m, status),
+        config::AER_UNCOR_INTERNAL,
+        "other bits stay"
+    );
+    cfg_w32(&mut m, status, config::AER_UNCOR_INTERNAL);
+    assert_eq!(cfg32(&mut m, status), 0, "RW1C");
+}
+
+#[test]
+fn a_function_level_reset_resets_and_is_logged() {
+    let mut m = Model::new();
+    w32(&mut m, SCRATCH, 7);
+    let devctl = config::DEVCTL as u64;
+    let before = rd(&mut m, Region::Config, devctl, 2);
+    m.write(
+        Region::Config,
+        devctl,
+        &((before as u16) | config::DEVCTL_FLR).to_le_bytes(),
+        9,
+    )
+    .unwrap();
+    assert_eq!(r32(&mut m, SCRATCH), 0, "reset");
+    assert_eq!(
+        rd(&mut m, Region::Config, devctl, 2),
+        0x2810,
+        "FLR reads 0, defaults back"
+    );
+    assert!(m
+        .dma()
+        .log()
+        .iter()
+        .any(|e| matches!(e, super::dma::Event::Reset { time_ns: 9, .. })));
 }
 
 /// The power-state field of PMCSR, written as the PCI core does (16 bits).
@@ -377,7 +450,7 @@ fn odd_accesses_are_harmless_and_counted() {
         Err(AccessError::OutOfRange)
     );
     assert_eq!(
-        m.read(Region::Config, 255, &mut b, 0),
+        m.read(Region::Config, 4095, &mut b, 0),
         Err(AccessError::OutOfRange)
     );
     assert_eq!(m.counters().out_of_range, 3);
