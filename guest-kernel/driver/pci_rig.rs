@@ -918,9 +918,13 @@ impl PciRig {
         let want = crc32_of_repeated(0x3c, len);
         let o = operate(sh, pdev, io, OP_FILL, 0, len as u32, 0x3c);
         let fill = o.interrupted && o.status == STATUS_DONE && o.result == want;
-        // The buffer held (under its lock, as remove() takes it) until the DMA is over.
-        let held = sh.dma.lock();
-        let mem = held
+        // The buffer taken out of its lock for the DMA, not held under it: the interrupt thread
+        // takes that lock for a stream round once it has told a waiter, so a waiter holding it
+        // kept the thread from handling the very interrupt it waited for (a lost interrupt
+        // after resume, one boot in a few under load). Whoever holds the buffer frees it only
+        // once the DMA is over (`dma` resets the device if no interrupt came), remove() too.
+        let taken = sh.dma.lock().take();
+        let mem = taken
             .as_ref()
             .and_then(|d| d.buf.inner.access(pdev.as_ref()).ok());
         let moved = mem.map(|mem| -> Result<bool> {
@@ -931,7 +935,7 @@ impl PciRig {
             let o = dma(sh, pdev, io, event, op, mem.dma_handle(), Some(sent))?;
             Ok(o.interrupted && o.status == STATUS_DONE && o.result == sent)
         });
-        drop(held);
+        *sh.dma.lock() = taken;
         let moved = moved.map(|m| m.unwrap_or(false));
         let ok = fill && moved == Some(true);
         if ok {
@@ -940,6 +944,16 @@ impl PciRig {
             dev_err!(pdev, "event {} FAIL fill={} dma={:?}\n", event, fill, moved);
         }
         ok
+    }
+}
+
+/// Ends the receive stream if it runs: under the lock the interrupt thread takes for a round,
+/// so none starts after this; a DMA in flight still lands in the buffer, which is freed only at
+/// remove() (or is dropped by the device's reset).
+fn stop_stream(dma: &mut Option<DmaState>, pdev: &pci::Device, why: &str) {
+    if let Some(d) = dma.as_mut().filter(|d| d.streaming) {
+        d.streaming = false;
+        dev_info!(pdev, "event stream_stopped rounds={} {}\n", d.rounds, why);
     }
 }
 
@@ -1075,6 +1089,8 @@ impl pci::Driver for PciRig {
         channel: pci::Channel,
     ) -> pci::Detected {
         this.worker.pause(true);
+        // Dropped, not resumed after recovery: a reset loses the round in flight.
+        stop_stream(&mut this.sh.dma.lock(), pdev, "aer");
         let errors = this.errors.fetch_add(1, Ordering::Relaxed) + 1;
         let answer = match channel {
             _ if errors > MAX_ERRORS => pci::Detected::Disconnect,
@@ -1119,6 +1135,7 @@ impl pci::Driver for PciRig {
     /// function-level reset where the device has one) is coming: the worker stops reading.
     fn reset_prepare(pdev: &pci::Device<pci::Core>, this: &KBox<PciRig>) {
         this.worker.pause(true);
+        stop_stream(&mut this.sh.dma.lock(), pdev, "reset");
         dev_info!(pdev, "event reset_prepare\n");
     }
 
@@ -1157,10 +1174,7 @@ impl pci::Driver for PciRig {
         *this.sh.shut_down.lock() = true;
         // Under the lock the interrupt thread takes for a round: none starts after this.
         let mut dma = this.sh.dma.lock();
-        if let Some(d) = dma.as_mut().filter(|d| d.streaming) {
-            d.streaming = false;
-            dev_info!(pdev, "event stream_stopped rounds={} shutdown\n", d.rounds);
-        }
+        stop_stream(&mut dma, pdev, "shutdown");
         if let Ok(io) = this.sh.bar.access(pdev.as_ref()) {
             wr!(this.sh, pdev, io, RESET_KEY, reg::RESET);
         }
@@ -1176,10 +1190,7 @@ impl pci::Driver for PciRig {
     fn sleep(pdev: &pci::Device<pci::Core>, this: &KBox<PciRig>) -> Result {
         this.worker.pause(true);
         let mut dma = this.sh.dma.lock();
-        if let Some(d) = dma.as_mut().filter(|d| d.streaming) {
-            d.streaming = false;
-            dev_info!(pdev, "event stream_stopped rounds={} sleep\n", d.rounds);
-        }
+        stop_stream(&mut dma, pdev, "sleep");
         if let Ok(io) = this.sh.bar.access(pdev.as_ref()) {
             wr!(this.sh, pdev, io, RESET_KEY, reg::RESET);
         }

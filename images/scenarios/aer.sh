@@ -1,6 +1,8 @@
 # aer: PCIe Advanced Error Reporting errors injected (HMP
 # pcie_aer_inject_error) at the root port our device sits behind, rp0, while
-# the driver's worker is busy. QEMU injects only at devices it emulates AER
+# the driver's worker is busy and the device's receive stream runs (DMA in
+# flight: kept through a correctable error, dropped at the first
+# uncorrectable one). QEMU injects only at devices it emulates AER
 # for (not a vfio-user one, though ours has an AER capability), so the AER
 # core reports each error at rp0 and recovers the devices below it, ours
 # with our driver's error handlers:
@@ -22,6 +24,7 @@
 # - two more non-fatal ones: the first recovered, the second past the
 #   driver's limit of three uncorrectable errors per binding: it lets go,
 #   and the binding then ends cleanly at unbind.
+check stream_offered device_sync '{"cmd":"set_knobs","stream":true}'
 check device_present find_dev
 check insmod_pci_rig insmod /lib/modules/pci_rig.ko
 check bound bound_to pci_rig

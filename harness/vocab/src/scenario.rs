@@ -792,6 +792,7 @@ pub const AER: Scenario = Scenario {
         Machine::Device,
         DriverExpect {
             removes: 1,
+            stream: true,
             aer: &[
                 AerEnd::Recovered,
                 AerEnd::Reset,
