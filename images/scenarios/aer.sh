@@ -1,14 +1,16 @@
 # aer: PCIe Advanced Error Reporting errors injected (HMP
 # pcie_aer_inject_error) at the root port our device sits behind, rp0, while
 # the driver's worker is busy and the device's receive stream runs (DMA in
-# flight: kept through a correctable error, dropped at the first
-# uncorrectable one). QEMU injects only at devices it emulates AER
-# for (not a vfio-user one, though ours has an AER capability), so the AER
-# core reports each error at rp0 and recovers the devices below it, ours
-# with our driver's error handlers:
+# flight, dropped at the first uncorrectable error, which comes first: the
+# stream's console lines would otherwise push the kernel's AER lines out of
+# the log buffer these checks count in). QEMU injects only at devices it
+# emulates AER for (not a vfio-user one, though ours has an AER capability),
+# so the AER core reports each error at rp0 and recovers the devices below
+# it, ours with our driver's error handlers:
+# - an uncorrectable non-fatal one: the driver stops its worker and its
+#   stream and says it can recover; MMIO enabled again, it checks the
+#   device and resumes;
 # - a correctable error: logged, nothing else;
-# - an uncorrectable non-fatal one: the driver stops its worker and says it
-#   can recover; MMIO enabled again, it checks the device and resumes;
 # - an uncorrectable fatal one, with the device hung first (the `hang`
 #   fault: its BARs answer all-ones, config space still answers, its AER
 #   capability records an internal error; the worker must take it for hung,
@@ -31,10 +33,10 @@ check bound bound_to pci_rig
 sleep 1 # let the worker run
 # aer_logged N TEXT: the kernel has logged TEXT at least N times.
 aer_logged() { [ "$(dmesg | grep -c "$2")" -ge "$1" ]; }
-host aer rp0 RCVR
-check correctable_logged wait_for 100 aer_logged 1 "AER: Correctable error message received"
 host aer rp0 POISON_TLP
 check nonfatal_recovered wait_for 100 aer_logged 1 "AER: device recovery successful"
+host aer rp0 RCVR
+check correctable_logged wait_for 100 aer_logged 1 "AER: Correctable error message received"
 check hang_armed arm hang 1
 check worker_saw_hang wait_for 100 aer_logged 1 "event worker_hung"
 host aer rp0 MALF_TLP
