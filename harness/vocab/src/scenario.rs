@@ -541,6 +541,13 @@ pub const PROBE: Scenario = driver_scenario(
         ..DriverExpect::BOUND
     },
 );
+pub const PROBE_DIRTY: Scenario = driver_scenario(
+    "probe-dirty",
+    "insmod pci_rig on a device user space left with an interrupt counted in IRQ_COUNT: probe starts from a RESET, every self-test step passes (irq_count: the device's count equals the interrupts the driver handled)",
+    script!("probe-dirty"),
+    Machine::Device,
+    DriverExpect::BOUND,
+);
 pub const MMIO: Scenario = driver_scenario(
     "mmio",
     "the device's log holds exactly the MMIO accesses the driver reports, in order, with their values; none reported means fail",
@@ -1085,6 +1092,7 @@ pub const ALL: &[&Scenario] = &[
     &DEVICE,
     &INTX,
     &PROBE,
+    &PROBE_DIRTY,
     &MMIO,
     &UNBIND,
     &REBIND,
