@@ -704,6 +704,17 @@ pub const DMA_UNBIND: Scenario = driver_scenario(
         ..DriverExpect::ENDED_BUSY
     },
 );
+pub const DMA_ERROR: Scenario = driver_scenario(
+    "dma-error",
+    "the stream's DMAs fail while the device stays (force_error): the driver reads the status and stops the stream, claims no data the device never moved, and its binding ends cleanly at unbind",
+    script!("dma-error"),
+    Machine::Device,
+    DriverExpect {
+        stream: true,
+        removes: 1,
+        ..DriverExpect::BOUND
+    },
+);
 /// The guest reboots with the stream running and a DMA in flight.
 pub const SHUTDOWN: Scenario = Scenario {
     kernel_lines: &["reboot: Restarting system"],
@@ -1102,6 +1113,7 @@ pub const ALL: &[&Scenario] = &[
     &DMA,
     &DMA_UNBIND,
     &DMA_SURPRISE,
+    &DMA_ERROR,
     &SHUTDOWN,
     &MAINLINE_BOOT,
     &MAINLINE_KUNIT,

@@ -1,0 +1,15 @@
+# dma-error: the receive stream runs, then its DMAs fail while the device
+# stays (the `force_error` knob: each operation completes with ERROR and
+# moves nothing). The driver must read the status and stop the stream, not
+# take the untouched buffer for received data; its binding goes on (the
+# worker reads on) and ends cleanly at unbind.
+check stream_offered device_sync '{"cmd":"set_knobs","stream":true}'
+check device_present find_dev
+check insmod_pci_rig insmod /lib/modules/pci_rig.ko
+check bound bound_to pci_rig
+sleep 1 # let the stream run
+check errors_forced device_sync '{"cmd":"set_knobs","force_error":true}'
+check stream_stopped wait_for 100 sh -c 'dmesg | grep -q "event stream_stopped"'
+check errors_cleared device_sync '{"cmd":"set_knobs","force_error":false}'
+check still_bound bound_to pci_rig
+check unbind unbind_dev pci_rig
