@@ -12,7 +12,7 @@
 //!   next operation it turned interrupts on again, and a DMA moved data (`aer::set_up_again`).
 
 use crate::console::strip_timestamp;
-use crate::device_log::{DmaEvent, Region, Stopped};
+use crate::device_log::{DmaEvent, Kind, Region, Stopped};
 use crate::driver;
 use crate::evidence::Console;
 use crate::oracle;
@@ -145,6 +145,29 @@ pub fn judge(c: &Console, device: &[Stopped], want: Cycles) -> Result<String, St
                     ));
                 }
             }
+            // After a system sleep the binding goes on: its worker reads MAGIC again before the
+            // next sleep or the binding's end (a binding alive in name only fails).
+            if matches!(want, Cycles::System(_)) {
+                let until = asleep
+                    .iter()
+                    .map(|b| b.from_seq)
+                    .find(|&s| s > a.to_seq)
+                    .unwrap_or(u64::MAX);
+                let read = server.log.iter().any(|x| {
+                    (a.to_seq..until).contains(&x.seq)
+                        && x.region == Region::Bar0
+                        && x.kind == Kind::Read
+                        && x.offset == regmap::reg::MAGIC
+                        && x.value == Some(u64::from(regmap::MAGIC_VALUE))
+                });
+                if !read {
+                    return Err(format!(
+                        "PM: after the device came back from D3hot (before access #{}), nothing read MAGIC from it again before {}: the worker stopped using it",
+                        a.to_seq,
+                        if until == u64::MAX { "the end".to_string() } else { format!("its next sleep (#{until})") }
+                    ));
+                }
+            }
         }
         all.extend(asleep);
     }
@@ -166,8 +189,13 @@ pub fn judge(c: &Console, device: &[Stopped], want: Cycles) -> Result<String, St
         Cycles::Runtime(_) => "runtime suspends",
     };
     let mut summary = format!(
-        ", {cycles} {kind}: each the driver's {sleep}, the device in D3hot and back in D0 ({} of them without its registers), then interrupts on before its next operation and a DMA that moved data",
-        all.iter().filter(|a| a.lost).count()
+        ", {cycles} {kind}: each the driver's {sleep}, the device in D3hot and back in D0 ({} of them without its registers), then interrupts on before its next operation and a DMA that moved data{}",
+        all.iter().filter(|a| a.lost).count(),
+        if matches!(want, Cycles::System(_)) {
+            ", and MAGIC read again"
+        } else {
+            ""
+        }
     );
     match &c.oracle {
         Some(Ok(log)) => {
