@@ -908,7 +908,15 @@ impl WorkItem for Worker {
             // The read under the guard, the sleep after it.
             match this.bar.try_access_with(|io| io.read32(reg::MAGIC)) {
                 Some(magic) => {
-                    this.accesses.add(1, Relaxed);
+                    // The first read is reported: scenarios wait for it before they end the
+                    // binding, as for the 6.12 driver.
+                    if this.accesses.fetch_add(1, Relaxed) == 0 {
+                        dev_info!(
+                            this.bar.device(),
+                            "event worker_reading magic={:#x} accesses=1\n",
+                            magic
+                        );
+                    }
                     if magic == u32::MAX {
                         break Stop::Gone;
                     }

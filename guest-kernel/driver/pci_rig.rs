@@ -723,6 +723,10 @@ struct Hold {
     /// the next [`Worker::pause`]`(false)` (error recovery's `resume`: the device was reset and
     /// set up again).
     hung: bool,
+    /// Not read yet, or held off (paused, or waiting out a hang) since the last read: the next
+    /// read is reported (`worker_reading`), so that user space can wait for the worker to use
+    /// the device (again). Set by every pause, however short, not only by one the worker saw.
+    report_read: bool,
 }
 
 /// Worker ticks (about a millisecond each) between heartbeats while the device sleeps.
@@ -735,7 +739,10 @@ impl Worker {
                 bar,
                 pdev,
                 accesses: AtomicU64::new(0),
-                paused <- new_mutex!(Hold::default()),
+                paused <- new_mutex!(Hold {
+                    report_read: true,
+                    ..Hold::default()
+                }),
                 stopped <- new_mutex!(None),
                 wake <- new_condvar!(),
                 work <- new_work!("pci_rig::Worker"),
@@ -750,6 +757,7 @@ impl Worker {
         let mut hold = self.paused.lock();
         hold.paused = paused;
         hold.hung &= paused;
+        hold.report_read |= paused;
     }
 
     /// Tells the worker that runtime PM put the device to sleep (or woke it); returns once no
@@ -803,6 +811,14 @@ impl WorkItem for Worker {
                 Some(io) => {
                     let magic = io.readl(reg::MAGIC);
                     let accesses = this.accesses.fetch_add(1, Ordering::Relaxed) + 1;
+                    if core::mem::take(&mut paused.report_read) {
+                        dev_info!(
+                            this.bar.device(),
+                            "event worker_reading magic={:#x} accesses={}\n",
+                            magic,
+                            accesses
+                        );
+                    }
                     // A config read, which does not sleep; under the lock, so that a recovery
                     // cannot begin and end between it and `hung`.
                     if magic == u32::MAX && !this.pdev.is_present() {
@@ -810,6 +826,7 @@ impl WorkItem for Worker {
                     }
                     if magic == u32::MAX {
                         paused.hung = true;
+                        paused.report_read = true;
                         dev_warn!(
                             this.bar.device(),
                             "event worker_hung accesses={}\n",

@@ -7,7 +7,9 @@ check stream_offered device_sync '{"cmd":"set_knobs","stream":true}'
 check device_present find_dev
 check insmod_pci_rig insmod /lib/modules/pci_rig.ko
 check bound bound_to pci_rig
-sleep 1 # let the stream run
+# The stream ran the judge's 10 rounds (STREAM_ROUNDS): each `# dma received`
+# after the self-test's one is a stream DMA that moved its data.
+check stream_ran wait_for 100 logged 11 "# dma received"
 check errors_forced device_sync '{"cmd":"set_knobs","force_error":true}'
 check stream_stopped wait_for 100 sh -c 'dmesg | grep -q "event stream_stopped"'
 check errors_cleared device_sync '{"cmd":"set_knobs","force_error":false}'

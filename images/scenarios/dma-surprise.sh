@@ -3,4 +3,5 @@
 # and the worker stop by themselves, and the host removes the device. No DMA
 # after.
 check stream_offered device_sync '{"cmd":"set_knobs","stream":true}'
+STREAM=1
 . /scenarios/surprise.sh

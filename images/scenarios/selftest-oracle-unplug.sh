@@ -8,7 +8,7 @@ check device_present find_dev
 old_bar0=$(( $(sed -n 1p "$dev/resource" | cut -d' ' -f1) ))
 check insmod_pci_rig insmod /lib/modules/pci_rig.ko
 check bound bound_to pci_rig
-sleep 1 # let the worker run
+check worker_reading wait_for 100 logged 1 "event worker_reading"
 host unplug
 check removed wait_for 300 gone
 devmem $old_bar0 32 > /dev/null

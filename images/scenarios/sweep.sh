@@ -29,8 +29,11 @@ back() {
     *) device_sync '{"cmd":"clear_fault"}' ;;
     esac
 }
+# After a replug find_dev sees the device (device_add) before the PCI core lets
+# drivers match it (pci_bus_add_device): insmod may come first, and then the
+# hotplug thread binds it a moment later. rmmod waits for a probe under way.
 clean_binding() {
-    insmod /lib/modules/pci_rig.ko && bound_to pci_rig && rmmod pci_rig
+    insmod /lib/modules/pci_rig.ko && wait_for 50 bound_to pci_rig && rmmod pci_rig
 }
 for point in $(sweep_points); do
     kind=${point%%:*}

@@ -33,6 +33,9 @@ pub fn irq_count_is_acks(probes: &[Probe], servers: &[&[Access]]) -> Result<usiz
         if faulted {
             continue;
         }
+        // Exact whatever the scheduling: each step waits for its interrupt's handler, which acks
+        // before it tells the waiter, and no device raises interrupts of its own during a
+        // probe (irq-unbind quiets its storm, waiting for the host's answer, first).
         let mut acks = 0u64;
         for a in log.iter().filter(|a| (p.first..=p.last).contains(&a.seq)) {
             if is(a, Kind::Write, RESET) && a.value == Some(u64::from(regmap::RESET_KEY)) {

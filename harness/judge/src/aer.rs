@@ -322,6 +322,8 @@ fn judge_console(lines: &[String], want: &[AerEnd]) -> Result<(String, Vec<LetGo
         let text = strip_timestamp(line);
         let fatal = text.contains(FATAL);
         if fatal || text.contains(NON_FATAL) {
+            // Not a race: the AER core recovers one error at a time, and aer.sh waits for each
+            // outcome before it injects the next.
             if let Some(e) = open.take() {
                 return Err(format!(
                     "AER: an uncorrectable error was reported before the last one's recovery ended ({e:?})"

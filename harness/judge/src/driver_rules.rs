@@ -84,7 +84,12 @@ pub(crate) fn after_injections(
                     && a.kind == device::Kind::Read
                     && a.region == device::Region::Bar0
                     && a.offset == regmap::reg::MAGIC
-                    && a.value == Some(u64::from(regmap::MAGIC_VALUE))
+                    // Read right, or all-ones from a hung device: aer.sh hangs it right after
+                    // the correctable error (which pauses nothing) and waits for the worker's
+                    // read that finds the hang, the one read that window is sure to hold.
+                    // After each recovery the guest waits for the worker's `worker_reading`.
+                    && (a.value == Some(u64::from(regmap::MAGIC_VALUE))
+                        || a.value == Some(u64::from(u32::MAX)))
             })
             .count()
     };
@@ -157,6 +162,8 @@ pub(crate) fn dma_expected(
         ));
     }
     let streamed = dma.moved - least;
+    // The stream scenarios wait for STREAM_ROUNDS `# dma received` lines before they stop it
+    // (aer's `sleep 1` at no DMA delay only: some 20 times as many rounds).
     if rounds.iter().any(|&n| n < STREAM_ROUNDS) || streamed < probes * STREAM_ROUNDS {
         return Err(format!(
             "the stream ran {rounds:?} rounds ({streamed} DMAs in the device's log beyond the self-tests'), expected at least {STREAM_ROUNDS} per binding"
@@ -217,6 +224,7 @@ pub(crate) fn judge_driver(
         ));
     }
     if want.storm {
+        // irq-unbind.sh waits for these lines before it ends each binding: not a rate.
         let per_binding = soft_irqs_per_binding(lines);
         let least = SELFTEST_SOFT_IRQS + STORM_IRQS;
         if per_binding.len() != probes || per_binding.iter().any(|&n| n < least) {
@@ -368,6 +376,9 @@ pub(crate) fn judge_driver(
         }
         let at = |event| driver::event_at(lines, event);
         let (gave, began, done) = (at("worker_gave_up"), at("remove_begin"), at("remove_done"));
+        // Ordered by cause, not by timing: a refusal comes only once the binding ended, after
+        // remove() returned; a worker that found the device gone, surprise.sh waits for before
+        // it asks for the unplug.
         let when = match want.stop {
             WorkerStop::Gone if gave < began => "before remove()",
             WorkerStop::Refused if gave > done => "once remove() returned",
@@ -421,6 +432,8 @@ pub(crate) fn settled(lines: &[String]) -> Result<f64, String> {
                 "the guest never printed `{SETTLED}` after the {which} binding ended"
             ))?;
         let t1 = console::timestamp(mark).ok_or(format!("`{SETTLED}` has no printk stamp"))?;
+        // Not the scheduler's to break: `settle` sleeps 1.2 s from when the unbind (or the
+        // removal) returned, and the binding's release prints worker_stopped before either does.
         if t1 - t0 < SETTLE_S {
             return Err(format!(
                 "the guest settled only {:.2} s after the {which} binding ended ({t0:.3} s to {t1:.3} s), less than {SETTLE_S} s",

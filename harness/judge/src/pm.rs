@@ -146,7 +146,8 @@ pub fn judge(c: &Console, device: &[Stopped], want: Cycles) -> Result<String, St
                 }
             }
             // After a system sleep the binding goes on: its worker reads MAGIC again before the
-            // next sleep or the binding's end (a binding alive in name only fails).
+            // next sleep or the binding's end (a binding alive in name only fails). The guest
+            // waits for that read's `worker_reading` line before either (init's `system_sleep`).
             if matches!(want, Cycles::System(_)) {
                 let until = asleep
                     .iter()
@@ -178,6 +179,8 @@ pub fn judge(c: &Console, device: &[Stopped], want: Cycles) -> Result<String, St
         ));
     }
     if let Cycles::Runtime(least) = want {
+        // rpm.sh waits for the heartbeat's stay (a second rpm_suspend) before user space's
+        // second: the count does not rest on how long it slept.
         if cycles < least {
             return Err(format!(
                 "PM: runtime PM put the device into D3hot {cycles} times, the scenario's user space alone wants at least {least}"
@@ -204,6 +207,8 @@ pub fn judge(c: &Console, device: &[Stopped], want: Cycles) -> Result<String, St
                 .seen
                 .iter()
                 .filter(|s| bars.iter().any(|b| (b.start..b.end).contains(&s.addr)));
+            // One clock: the server stamps a power event while the vCPU waits on its PMCSR
+            // write, so what the driver does after the wake is stamped after `to_ns`.
             for s in seen {
                 if let Some(a) = all.iter().find(|a| (a.from_ns..a.to_ns).contains(&s.ns)) {
                     return Err(format!(

@@ -610,6 +610,16 @@ fn after_injected_errors_the_worker_must_keep_reading_magic() {
     // Let go at the last: only the ones before count.
     assert!(after_injections(&c(vec![1, 4]), &device, true).is_ok());
     assert!(after_injections(&c(vec![4, 5]), &device, true).is_err());
+    // A read of MAGIC from a hung device (all-ones) shows the worker at work; any other
+    // value, or another register, does not.
+    let hung = |offset: u64, value: u64| {
+        let mut log = unbind_log();
+        log[3] = access(4, offset, value, "read");
+        stopped(&log)
+    };
+    assert!(after_injections(&c(vec![3]), &hung(0, 0xffff_ffff), false).is_ok());
+    assert!(after_injections(&c(vec![3]), &hung(0, 0x1234), false).is_err());
+    assert!(after_injections(&c(vec![3]), &hung(8, 0xffff_ffff), false).is_err());
 }
 
 #[test]
