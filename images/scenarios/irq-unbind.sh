@@ -11,7 +11,7 @@ check bound bound_to pci_rig
 check worker_reading wait_for 100 logged 1 "event worker_reading"
 # stormed: the binding handled its self-test's 10 software interrupts and 50
 # of the device's (the judge's STORM_IRQS), by the kernel log since the last
-# `dmesg -c`: each binding ends under load, however the guest is scheduled.
+# clear_log: each binding ends under load, however the guest is scheduled.
 stormed() { wait_for 100 logged 60 "event irq status=0x4 "; }
 check storm_on device_sync '{"cmd":"set_knobs","irq_every_us":2000,"irq_ignore_enable":true}'
 check stormed stormed
@@ -21,7 +21,7 @@ settle
 # Quiet for the second probe (its self-test counts interrupts exactly): the
 # host's answer says the device stopped raising them before the bind.
 check storm_off device_sync '{"cmd":"set_knobs","irq_every_us":0,"irq_ignore_enable":false}'
-dmesg -c > /dev/null
+clear_log
 check rebind bind_dev pci_rig
 check bound_again bound_to pci_rig
 check storm_on_again device_sync '{"cmd":"set_knobs","irq_every_us":2000,"irq_ignore_enable":true}'

@@ -4,8 +4,9 @@
 # device into D3hot), waits pm_test_delay seconds and resumes (the device back
 # to D0, config space restored, the driver's wake) with no wakeup source
 # needed, on every arch; each time the guest waits for the worker's first
-# read after the wake before it goes on. The device comes back without its registers (no
-# No_Soft_Reset): the driver must set it up again before using it. Then unbind.
+# read after the wake before it goes on. The device comes back without its
+# registers (no No_Soft_Reset): the driver must set it up again before using
+# it. Then unbind.
 check device_present find_dev
 check insmod_pci_rig insmod /lib/modules/pci_rig.ko
 check bound bound_to pci_rig
