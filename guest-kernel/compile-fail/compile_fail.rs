@@ -29,6 +29,8 @@
 //!   (the `build_error` link error of `ConfigSpace`'s build-time bounds check);
 //! - `config_unbound`: config space of a device kept beyond probe (an `ARef<pci::Device>`,
 //!   which may no longer be bound), E0599;
+//! - `present_unbound`: `is_present` on a device kept beyond probe (an `ARef<pci::Device>`: its
+//!   VF's PF reference and its host bridge may be gone once unbound), E0599;
 //! - `warns`: an unused variable: a warning fails the build, and fails every rebuild of the
 //!   same source (make would find the objects up to date and print nothing).
 
@@ -81,6 +83,8 @@ impl Kept {
         kernel::workqueue::system().try_spawn(GFP_KERNEL, || pr_info!("after unload?\n"))?;
         #[cfg(config_unbound)]
         let _id = self.pdev.config_space().read16(0);
+        #[cfg(present_unbound)]
+        let _here = self.pdev.is_present();
         #[cfg(warns)]
         let unused = 0;
         dev_info!(self.pdev, "kept {}\n", self.bar.try_access().is_some());

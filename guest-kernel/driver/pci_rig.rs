@@ -804,7 +804,7 @@ impl WorkItem for Worker {
             let hold = *paused;
             // Decided under `try_access`'s RCU guard, which ends with this statement: waking
             // the device (the heartbeat) sleeps, and must not happen inside it.
-            let asleep = match this.bar.try_access() {
+            let asleep = match this.bar.try_access_bound() {
                 // Paused, or waiting out a hang, it still notices the binding's end.
                 Some(_) if hold.paused || hold.hung => false,
                 Some(_) if hold.suspended => true,
@@ -821,7 +821,7 @@ impl WorkItem for Worker {
                     }
                     // A config read, which does not sleep; under the lock, so that a recovery
                     // cannot begin and end between it and `hung`.
-                    if magic == u32::MAX && !this.pdev.is_present() {
+                    if magic == u32::MAX && !present(io.device()) {
                         break Stop::Gone;
                     }
                     if magic == u32::MAX {
@@ -859,6 +859,12 @@ impl WorkItem for Worker {
         );
         *this.stopped.lock() = Some(why);
     }
+}
+
+/// Whether the bound device still answers config space (a hung one does; a removed one does
+/// not).
+fn present(dev: &kernel::device::Device<kernel::device::Bound>) -> bool {
+    pci::Device::from_device(dev).is_some_and(|pdev| pdev.is_present())
 }
 
 /// Tied to the binding, so dropped after it ended: waits until the worker's run has returned

@@ -15,6 +15,11 @@ int rust_helper_pm_runtime_resume_and_get(struct device *dev)
 	return pm_runtime_resume_and_get(dev);
 }
 
+int rust_helper_pm_runtime_get_if_active(struct device *dev)
+{
+	return pm_runtime_get_if_active(dev);
+}
+
 void rust_helper_pm_runtime_mark_last_busy(struct device *dev)
 {
 	pm_runtime_mark_last_busy(dev);

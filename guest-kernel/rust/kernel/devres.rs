@@ -33,11 +33,13 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 /// # Invariants
 ///
 /// `synced` is set only after `bound` was cleared and a grace period elapsed since;
-/// `dma_held` counts the live [`DmaHold`]s made in this binding.
+/// `dma_held` counts the live [`DmaHold`]s made in this binding; `runtime_task` is the task
+/// running one of this binding's runtime PM callbacks (see [`in_runtime_callback`]), else null.
 struct Binding {
     bound: AtomicBool,
     synced: AtomicBool,
     dma_held: AtomicUsize,
+    runtime_task: AtomicPtr<bindings::task_struct>,
 }
 
 /// Devres release function of the node that keeps the [`Binding`] of a device.
@@ -94,6 +96,7 @@ pub(crate) fn binding_begin(dev: &Device) -> Result {
             bound: AtomicBool::new(true),
             synced: AtomicBool::new(false),
             dma_held: AtomicUsize::new(0),
+            runtime_task: AtomicPtr::new(core::ptr::null_mut()),
         },
         GFP_KERNEL,
     )?;
@@ -183,6 +186,31 @@ pub(crate) fn dma_held(dev: &Device) -> bool {
     find_binding(dev).is_some_and(|b| b.dma_held.load(Ordering::Acquire) > 0)
 }
 
+/// Runs `f`, a runtime PM callback of `dev`'s current binding, noting that the current task
+/// runs it. The PM core runs one such callback of a device at a time.
+pub(crate) fn in_runtime_callback<R>(dev: &Device, f: impl FnOnce() -> R) -> R {
+    let binding = find_binding(dev);
+    // SAFETY: `get_current` always returns the running task.
+    let me = unsafe { bindings::get_current() };
+    if let Some(b) = &binding {
+        b.runtime_task.store(me, Ordering::Relaxed);
+    }
+    let result = f();
+    if let Some(b) = &binding {
+        b.runtime_task.store(core::ptr::null_mut(), Ordering::Relaxed);
+    }
+    result
+}
+
+/// Whether the current task is inside a runtime PM callback of `dev`'s current binding, where
+/// waiting for the device's runtime PM would wait for itself. (Relaxed: only the current task's
+/// own stores can make it equal to the current task.)
+pub(crate) fn runtime_callback_running_here(dev: &Device) -> bool {
+    // SAFETY: `get_current` always returns the running task.
+    let me = unsafe { bindings::get_current() };
+    find_binding(dev).is_some_and(|b| b.runtime_task.load(Ordering::Relaxed) == me)
+}
+
 /// Ends the current binding of `dev`: its interrupts are freed first (see [`irq`](crate::irq)),
 /// then no [`Devres`] of it gives access any more once this returns, and accesses that were in
 /// progress have ended. Bus adapters call it after the driver's remove, or after its probe
@@ -200,15 +228,19 @@ pub(crate) fn binding_end(dev: &Device) {
 }
 
 /// What every bus adapter's probe callback does around the driver's probe: begins a binding of
-/// `dev`, runs `probe`, and returns its data as a foreign pointer for the bus's drvdata, or ends
-/// the binding again (undoing what probe set up) and returns the errno for the C side.
-pub(crate) fn probe_in_binding<D: ForeignOwnable>(
+/// `dev`, runs `probe`, and returns its data as a pointer for the bus's drvdata, or ends the
+/// binding again (undoing what probe set up) and returns the errno for the C side.
+///
+/// The data is moved into a box of its own, which drvdata points to: callbacks that run at once
+/// (runtime PM beside error recovery, say) then share one `&D` to one value, where rebuilding a
+/// `D` from a foreign pointer per callback would make two owners of the same data.
+pub(crate) fn probe_in_binding<D: Send + Sync>(
     dev: &Device,
     probe: impl FnOnce() -> Result<D>,
 ) -> core::result::Result<*const c_void, c_int> {
     binding_begin(dev).map_err(|e| e.to_errno())?;
-    match probe() {
-        Ok(data) => Ok(data.into_foreign()),
+    match probe().and_then(|data| Ok(KBox::new(data, GFP_KERNEL)?)) {
+        Ok(data) => Ok(KBox::into_raw(data).cast_const().cast()),
         Err(err) => {
             binding_end(dev);
             Err(err.to_errno())
@@ -224,14 +256,14 @@ pub(crate) fn probe_in_binding<D: ForeignOwnable>(
 ///
 /// `drvdata` must be the pointer [`probe_in_binding`] returned for the current binding of
 /// `dev`, not taken back since.
-pub(crate) unsafe fn remove_binding<D: ForeignOwnable>(
+pub(crate) unsafe fn remove_binding<D>(
     dev: &Device,
     drvdata: *mut c_void,
     remove: impl FnOnce(&D),
 ) {
-    // SAFETY: By the safety requirements `drvdata` came from `D::into_foreign` and is taken back
-    // only here.
-    let data = unsafe { D::from_foreign(drvdata) };
+    // SAFETY: By the safety requirements `drvdata` came from `KBox::<D>::into_raw` and is taken
+    // back only here, after every other callback's borrow ended.
+    let data = unsafe { KBox::from_raw(drvdata.cast::<D>()) };
     remove(&data);
     drop(data);
     binding_end(dev);
@@ -246,14 +278,14 @@ pub(crate) unsafe fn remove_binding<D: ForeignOwnable>(
 /// back, and must stay so for the whole call (the caller holds the device lock, which
 /// [`remove_binding`]'s caller needs too, or, as runtime PM, otherwise keeps remove from
 /// beginning until it returns).
-pub(crate) unsafe fn with_binding_data<D: ForeignOwnable, R>(
+pub(crate) unsafe fn with_binding_data<D: Sync, R>(
     drvdata: *mut c_void,
     f: impl FnOnce(&D) -> R,
 ) -> R {
-    // SAFETY: By the safety requirements `drvdata` came from `D::into_foreign` and nobody takes it
-    // back meanwhile; `ManuallyDrop` leaves it owned by drvdata.
-    let data = core::mem::ManuallyDrop::new(unsafe { D::from_foreign(drvdata) });
-    f(&data)
+    // SAFETY: By the safety requirements `drvdata` points to the `D` in the box that
+    // `probe_in_binding` made, which nobody takes back or changes during this call: shared
+    // references to it (`D: Sync`) may coexist.
+    f(unsafe { &*drvdata.cast::<D>() })
 }
 
 /// Decides which of a [`Devres`]'s drop and its devres release drops the value, and lets the
@@ -858,6 +890,29 @@ impl<T: Send + 'static> Devres<T> {
         self.try_access().map(|guard| f(&guard))
     }
 
+    /// As [`Devres::try_access`], and the access also shows the device bound: for code that
+    /// holds only the `Devres` (a worker, say) and needs what a bound device alone offers
+    /// ([`pci::Device::is_present`](crate::pci::Device::is_present), its config space) while
+    /// it uses the value. [`None`] once the value has been revoked, as there.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use kernel::{devres::Devres, pci};
+    /// fn gone(bar: &Devres<u32>) -> Option<bool> {
+    ///     let guard = bar.try_access_bound()?;
+    ///     let pdev = pci::Device::from_device(guard.device())?;
+    ///     Some(*guard == u32::MAX && !pdev.is_present())
+    /// }
+    /// ```
+    #[inline]
+    pub fn try_access_bound(&self) -> Option<BoundGuard<'_, T>> {
+        Some(BoundGuard {
+            guard: self.try_access()?,
+            dev: &self.inner.dev,
+        })
+    }
+
     /// Returns a reference to the value valid for the given RCU guard, or [`None`] once it has
     /// been revoked.
     ///
@@ -890,6 +945,40 @@ impl<T: Send + 'static> Devres<T> {
     /// ```
     pub fn device(&self) -> &Device {
         &self.inner.dev
+    }
+}
+
+/// An access to a [`Devres`]'s value that also shows its device bound (see
+/// [`Devres::try_access_bound`]).
+///
+/// # Invariants
+///
+/// `guard` was taken while the binding that `dev`'s `Devres` was made in was current (its
+/// `bound` seen set inside `guard`'s RCU read-side section).
+pub struct BoundGuard<'a, T> {
+    guard: RevocableGuard<'a, T>,
+    dev: &'a Device,
+}
+
+impl<T> core::ops::Deref for BoundGuard<'_, T> {
+    type Target = T;
+
+    #[inline]
+    fn deref(&self) -> &T {
+        &self.guard
+    }
+}
+
+impl<T> BoundGuard<'_, T> {
+    /// The device, bound for as long as this access lasts (the returned reference cannot
+    /// outlive it).
+    #[inline]
+    pub fn device(&self) -> &Device<Bound> {
+        // SAFETY: By the type invariant the binding was current inside `guard`'s RCU read-side
+        // section, which lasts as long as `self`. `binding_end` clears `bound` and then waits
+        // for a grace period before the adapter lets the unbind go on, so the binding cannot
+        // end while `self` lives: `dev` is bound for the returned lifetime.
+        unsafe { Device::from_raw(self.dev.as_raw()) }
     }
 }
 

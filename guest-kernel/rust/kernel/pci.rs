@@ -362,7 +362,7 @@ use crate::{
     io::{Io, IoRaw},
     irq::IrqVector,
     str::CStr,
-    types::{ARef, ForeignOwnable, Opaque},
+    types::{ARef, Opaque},
     ThisModule,
 };
 use core::{marker::PhantomData, ops::Deref, ptr::NonNull};
@@ -558,7 +558,7 @@ pub trait Driver {
     const ID_TABLE: IdTable<Self::IdInfo>;
 
     /// The per-device data returned by probe, dropped after [`Driver::remove`].
-    type Data: ForeignOwnable + Send + Sync + 'static;
+    type Data: Send + Sync + 'static;
 
     /// Binds the driver to `pdev`, which matched the entry whose info is `info`.
     ///
@@ -639,7 +639,10 @@ pub trait Driver {
     /// probe or remove, with the data probe returned. After [`Driver::sleep`] returns, the PCI
     /// core saves the device's config space and puts it into D3hot, where it answers config
     /// space only; before [`Driver::wake`], it brings it back to D0 and restores config space.
-    /// Without them, the PCI core leaves the device powered while the system sleeps.
+    /// Without them, the PCI core leaves the device powered while the system sleeps. A device
+    /// that runtime PM put to sleep before the system went down may stay asleep through it (the
+    /// PM core's direct-complete): then neither runs, and [`Driver::runtime_resume`] does when
+    /// the device is next used.
     ///
     /// # Examples
     ///
@@ -712,13 +715,24 @@ pub trait Driver {
     /// Binds QEMU's `pci-testdev` with a driver that sleeps as soon as it is idle: it sleeps
     /// once allowed, wakes for a [`RuntimeActive`], sleeps again once that is dropped, and is
     /// woken for remove when unbound asleep; the runtime PM usage count ends where it began.
+    /// Every callback is lent the one value probe returned (never a copy rebuilt for the call).
     ///
     /// ```
     /// use core::ptr::{null_mut, NonNull};
-    /// use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering::SeqCst};
+    /// use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering::SeqCst};
     /// use kernel::{bindings, c_str, driver::Registration, pci, types::ARef};
     ///
+    /// static DATA_AT: AtomicUsize = AtomicUsize::new(0);
+    /// static COPIED: AtomicBool = AtomicBool::new(false);
+    /// /// Notes where a callback found the driver's data: always in one place.
+    /// fn lent(data: &KBox<u32>) {
+    ///     let at = core::ptr::from_ref(data) as usize;
+    ///     if DATA_AT.compare_exchange(0, at, SeqCst, SeqCst).is_err_and(|first| first != at) {
+    ///         COPIED.store(true, SeqCst);
+    ///     }
+    /// }
     /// static SUSPENDS: AtomicU32 = AtomicU32::new(0);
+    /// static REENTRY_REFUSED: AtomicBool = AtomicBool::new(false);
     /// static RESUMES: AtomicU32 = AtomicU32::new(0);
     /// static AWAKE_AT_REMOVE: AtomicBool = AtomicBool::new(false);
     /// static KEPT: AtomicPtr<pci::Device> = AtomicPtr::new(null_mut());
@@ -728,26 +742,34 @@ pub trait Driver {
     /// impl pci::Driver for Sleepy {
     ///     type IdInfo = ();
     ///     const ID_TABLE: pci::IdTable<()> = SLEEPY_IDS;
-    ///     type Data = ();
+    ///     type Data = KBox<u32>;
     ///     const AUTOSUSPEND_DELAY_MS: Option<u32> = Some(0);
     ///
-    ///     fn probe(pdev: &pci::Device<pci::Core>, _info: &()) -> Result {
+    ///     fn probe(pdev: &pci::Device<pci::Core>, _info: &()) -> Result<KBox<u32>> {
     ///         KEPT.store(ARef::into_raw(ARef::from(pdev)).as_ptr(), SeqCst);
-    ///         Ok(())
+    ///         Ok(KBox::new(7, GFP_KERNEL)?)
     ///     }
     ///
-    ///     fn remove(_pdev: &pci::Device<pci::Core>, _data: &()) {
+    ///     fn remove(_pdev: &pci::Device<pci::Core>, data: &KBox<u32>) {
+    ///         lent(data);
     ///         // Each suspend was followed by a resume.
     ///         let awake = RESUMES.load(SeqCst) == SUSPENDS.load(SeqCst);
     ///         AWAKE_AT_REMOVE.store(awake, SeqCst);
     ///     }
     ///
-    ///     fn runtime_suspend(_pdev: &pci::Device<pci::Bound>, _data: &()) -> Result {
+    ///     fn runtime_suspend(_pdev: &pci::Device<pci::Bound>, data: &KBox<u32>) -> Result {
+    ///         lent(data);
     ///         SUSPENDS.fetch_add(1, SeqCst);
     ///         Ok(())
     ///     }
     ///
-    ///     fn runtime_resume(_pdev: &pci::Device<pci::Bound>, _data: &()) -> Result {
+    ///     fn runtime_resume(pdev: &pci::Device<pci::Bound>, data: &KBox<u32>) -> Result {
+    ///         lent(data);
+    ///         // Waking the device from its own resume would wait for itself: refused.
+    ///         let deadlock = Error::from_errno(-(bindings::EDEADLK as i32));
+    ///         if pdev.runtime_active().err() == Some(deadlock) {
+    ///             REENTRY_REFUSED.store(true, SeqCst);
+    ///         }
     ///         RESUMES.fetch_add(1, SeqCst);
     ///         Ok(())
     ///     }
@@ -795,6 +817,8 @@ pub trait Driver {
     /// drop(reg);
     /// assert!(AWAKE_AT_REMOVE.load(SeqCst));
     /// assert!(RESUMES.load(SeqCst) >= 2);
+    /// assert!(!COPIED.load(SeqCst));
+    /// assert!(REENTRY_REFUSED.load(SeqCst));
     /// // SAFETY: `dev` is valid. Back to `on`, as the device was found.
     /// unsafe { bindings::pm_runtime_forbid(dev.as_raw()) };
     /// assert_eq!(usage(), before);
@@ -804,7 +828,9 @@ pub trait Driver {
 
     /// The device is idle and goes to sleep: stop using it (no access, no DMA, no interrupt
     /// wanted) until [`Driver::runtime_resume`]. After this returns, the PCI core saves its
-    /// config space and puts it into D3hot. An error keeps it awake.
+    /// config space and puts it into D3hot. An error keeps it awake: `EBUSY` or `EAGAIN` for a
+    /// later try; any other is kept by the PM core (`runtime_error`), and every later
+    /// [`Device::runtime_active`] fails until the device's runtime PM status is set anew.
     fn runtime_suspend(pdev: &Device<Bound>, data: &Self::Data) -> Result {
         let _ = (pdev, data);
         Ok(())
@@ -1273,24 +1299,6 @@ impl Device {
         unsafe { (*self.as_raw()).device }
     }
 
-    /// Whether the device still answers a config read of its vendor ID (and the PCI core has
-    /// not marked it disconnected). A BAR read of all-ones means the device is gone or hung;
-    /// this tells the two apart: a hung function still answers config space, a removed one
-    /// does not. Reads config space, without sleeping: callable from any context.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// fn gone(pdev: &kernel::pci::Device, magic: u32) -> bool {
-    ///     magic == u32::MAX && !pdev.is_present()
-    /// }
-    /// ```
-    pub fn is_present(&self) -> bool {
-        // SAFETY: `self` is a valid `pci_dev`; the function reads config space under the PCI
-        // core's spinlock, without sleeping.
-        unsafe { bindings::pci_device_is_present(self.as_raw()) }
-    }
-
     fn check_bar(bar: u32) -> Result<c_int> {
         if bar < STD_NUM_BARS {
             // Cannot truncate: `bar < 6`.
@@ -1328,6 +1336,30 @@ impl Device {
 }
 
 impl Device<Bound> {
+    /// Whether the device still answers a config read of its vendor ID (and the PCI core has
+    /// not marked it disconnected). A BAR read of all-ones means the device is gone or hung;
+    /// this tells the two apart: a hung function still answers config space, a removed one
+    /// does not. Reads config space, without sleeping: callable from any context.
+    ///
+    /// Only while bound: `pci_device_is_present` follows a virtual function's reference to its
+    /// physical one (dropped when the VF is removed) and calls its host bridge's config
+    /// accessors (gone with a removable bridge), and config space may be another driver's
+    /// once the binding ended. A worker that holds only a [`Devres`] asks through
+    /// [`Devres::try_access_bound`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// fn gone(pdev: &kernel::pci::Device<kernel::device::Bound>, magic: u32) -> bool {
+    ///     magic == u32::MAX && !pdev.is_present()
+    /// }
+    /// ```
+    pub fn is_present(&self) -> bool {
+        // SAFETY: `self` is a valid, bound `pci_dev`, so its PF, bus and host bridge are alive;
+        // the function reads config space under the PCI core's spinlock, without sleeping.
+        unsafe { bindings::pci_device_is_present(self.as_raw()) }
+    }
+
     /// Requests and maps memory BAR `bar`, which must be at least `SIZE` bytes, under `name`.
     ///
     /// The mapping is revoked when the device is unbound; accessors with constant offsets are

@@ -70,7 +70,7 @@ use crate::{
     irq::IrqVector,
     of,
     str::CStr,
-    types::{ARef, ForeignOwnable, Opaque},
+    types::{ARef, Opaque},
     ThisModule,
 };
 use core::{marker::PhantomData, ops::Deref, ptr::NonNull};
@@ -109,7 +109,7 @@ pub trait Driver {
     const OF_ID_TABLE: of::IdTable<Self::IdInfo>;
 
     /// The per-device data returned by probe, dropped after [`Driver::remove`].
-    type Data: ForeignOwnable + Send + Sync + 'static;
+    type Data: Send + Sync + 'static;
 
     /// Binds the driver to `pdev`, whose node matched the entry whose info is `info`.
     ///

@@ -137,10 +137,10 @@ pub const EXPECTED_SKIPS: &[ExpectedSkip] = &[];
 pub const DOCTESTS: &[(&str, usize, &[Arch])] = &[
     ("io", 40, &Arch::ALL),
     ("revocable", 9, &Arch::ALL),
-    ("devres", 12, &Arch::ALL),
+    ("devres", 13, &Arch::ALL),
     ("pci", 40, &Arch::ALL),
     ("pci_config", 1, &Arch::ALL),
-    ("pci_pm", 1, &Arch::ALL),
+    ("pci_pm", 2, &Arch::ALL),
     ("dma", 33, &Arch::ALL),
     ("irq", 5, &Arch::ALL),
     ("driver", 5, &Arch::ALL),

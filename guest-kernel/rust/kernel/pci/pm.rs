@@ -13,7 +13,7 @@
 use super::{Adapter, Bound, Device, Driver};
 use crate::{
     bindings, device,
-    error::{to_result, Result},
+    error::{to_result, Error, Result},
     ffi::c_int,
 };
 
@@ -24,6 +24,7 @@ use crate::{
 /// # Invariants
 ///
 /// Holds one runtime PM usage count of `dev`, taken by a successful resume.
+#[must_use = "the device may sleep again as soon as this is dropped"]
 pub struct RuntimeActive<'a> {
     dev: &'a device::Device,
 }
@@ -47,7 +48,15 @@ impl Device {
     ///
     /// Any device may be asked, bound or not: on a device whose driver has no runtime PM it
     /// only counts. Errors are runtime PM's: `EACCES` while it is disabled for the device (as
-    /// during a system sleep's late phases), or the errno of a failed resume.
+    /// during a system sleep's late phases), `EINVAL` once a runtime callback failed (the PM
+    /// core keeps that error), or the errno of a failed resume. `EDEADLK` when called from the
+    /// device's own [`Driver::runtime_suspend`] or [`Driver::runtime_resume`], which would wait
+    /// for itself.
+    ///
+    /// Might sleep: it waits for a transition under way, and a resume runs the driver's
+    /// [`Driver::runtime_resume`] in the calling thread, so do not hold a lock that callback
+    /// takes, nor call it from anything the runtime callbacks wait for (a work item they
+    /// cancel, the interrupt thread): use [`Device::runtime_active_if_awake`] there.
     ///
     /// # Examples
     ///
@@ -62,10 +71,38 @@ impl Device {
     /// ```
     pub fn runtime_active(&self) -> Result<RuntimeActive<'_>> {
         let dev: &device::Device = self.as_ref();
+        if crate::devres::runtime_callback_running_here(dev) {
+            return Err(Error::from_errno(-(bindings::EDEADLK as c_int)));
+        }
         // SAFETY: `dev` is a valid device; on success we hold one usage count, which
         // `RuntimeActive` gives back (its invariant).
         to_result(unsafe { bindings::pm_runtime_resume_and_get(dev.as_raw()) })?;
         Ok(RuntimeActive { dev })
+    }
+
+    /// Keeps the device awake while the returned reference lives, if it is awake now; never
+    /// waits and never wakes it. `None` while it sleeps, is going to sleep or waking, or
+    /// runtime PM is disabled for it. For code that must not wait for the device's runtime
+    /// PM (see [`Device::runtime_active`]). Does not sleep.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::{io::Io, pci::{Bound, Device}};
+    ///
+    /// // Reads a register if the device is awake, from where waking it could deadlock.
+    /// fn peek(pdev: &Device<Bound>, io: &Io<0x100>) -> Option<u32> {
+    ///     let _awake = pdev.runtime_active_if_awake()?;
+    ///     Some(io.readl(0))
+    /// }
+    /// ```
+    pub fn runtime_active_if_awake(&self) -> Option<RuntimeActive<'_>> {
+        let dev: &device::Device = self.as_ref();
+        // SAFETY: `dev` is a valid device; the call takes the device's runtime PM lock and never
+        // waits. It returns 1 only when it took a usage count, which `RuntimeActive` gives back
+        // (its invariant).
+        (unsafe { bindings::pm_runtime_get_if_active(dev.as_raw()) } > 0)
+            .then_some(RuntimeActive { dev })
     }
 }
 
@@ -159,13 +196,18 @@ impl<T: Driver + 'static> Adapter<T> {
         // SAFETY: `pdev` is valid and bound for the call (the safety requirements), which is
         // what `Bound` promises for the reference's lifetime, this call.
         let dev = unsafe { Device::<Bound>::from_raw(pdev) };
-        // SAFETY: The device is bound to us, so drvdata holds what `probe_in_binding` returned
-        // for this binding, and `remove_callback` does not take it back during the call.
-        unsafe {
-            crate::devres::with_binding_data::<T::Data, R>(
-                bindings::pci_get_drvdata(pdev),
-                |data| f(dev, data),
-            )
-        }
+        // Noted, so that `runtime_active` from inside the callback refuses instead of waiting
+        // for the transition this very callback is part of.
+        crate::devres::in_runtime_callback(dev.as_ref(), || {
+            // SAFETY: The device is bound to us, so drvdata holds what `probe_in_binding`
+            // returned for this binding, and `remove_callback` does not take it back during the
+            // call.
+            unsafe {
+                crate::devres::with_binding_data::<T::Data, R>(
+                    bindings::pci_get_drvdata(pdev),
+                    |data| f(dev, data),
+                )
+            }
+        })
     }
 }

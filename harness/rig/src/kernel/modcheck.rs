@@ -183,6 +183,13 @@ pub const MISTAKES: &[Mistake] = &[
         only: &[],
     },
     Mistake {
+        name: "is_present on a device that may be unbound",
+        var: "PRESENT_UNBOUND=y",
+        needles: &["E0599", "is_present"],
+        builds: 1,
+        only: &[],
+    },
+    Mistake {
         name: "a warning, built twice",
         var: "WARNS=y",
         needles: &["warning: unused variable"],
