@@ -136,8 +136,20 @@ extern "C" {
     /// nothing (QEMU's plugins/loader.c, `plugin_reset_uninstall`).
     pub fn qemu_plugin_reset(id: PluginId, cb: UdataCb, userdata: *mut c_void);
     pub fn qemu_plugin_tb_n_insns(tb: *const Tb) -> usize;
+    /// The guest virtual address of the block's first instruction.
+    pub fn qemu_plugin_tb_vaddr(tb: *const Tb) -> u64;
+    /// `cb` runs each time the block is about to execute, on the executing
+    /// vCPU's thread.
+    pub fn qemu_plugin_register_vcpu_tb_exec_cb(
+        tb: *mut Tb,
+        cb: VcpuUdataCb,
+        flags: c_uint,
+        userdata: *mut c_void,
+    );
     pub fn qemu_plugin_tb_get_insn(tb: *const Tb, idx: usize) -> *mut Insn;
     pub fn qemu_plugin_insn_vaddr(insn: *const Insn) -> u64;
+    /// The instruction's size in bytes.
+    pub fn qemu_plugin_insn_size(insn: *const Insn) -> usize;
     /// Copies up to `len` bytes of the instruction's encoding to `dest`;
     /// returns how many it copied (the instruction's size at most).
     pub fn qemu_plugin_insn_data(insn: *const Insn, dest: *mut c_void, len: usize) -> usize;

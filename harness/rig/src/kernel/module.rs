@@ -32,6 +32,10 @@ const REPLAYED: &str = "pci-rig-replayed";
 const REFUSED: &str = "pci-rig-refused";
 /// How a refusal given back from the record says so.
 pub const GIVEN_BACK: &str = "these very inputs were refused before; make was not run again";
+/// Line tables in every module built here, and no other debug information:
+/// the coverage plugin's record of what ran maps back to source lines
+/// through them (`coverage`).
+const LINE_TABLES: [&str; 2] = ["KRUSTFLAGS=-Cdebuginfo=line-tables-only", "KCFLAGS=-g1"];
 
 /// Builds the out-of-tree module in `dir` (a Kbuild file and its sources)
 /// against `kernel`. Kbuild writes objects next to the sources, so it builds
@@ -71,6 +75,7 @@ pub fn build_module_copy(
     // Our modules are linted as they build, and must build without a warning.
     cmd.arg(format!("M={}", copy.display()))
         .arg("CLIPPY=1")
+        .args(LINE_TABLES)
         .args(vars)
         .arg("modules");
     let stamp = std::fs::read_to_string(kernel.build.join(KERNEL_STAMP)).ok();
@@ -103,7 +108,9 @@ pub fn build_foreign(tc: &Toolchain, kernel: &Kernel, dir: &Path, name: &str) ->
         &kernel.build,
         (kernel.arch, kernel.clang, kernel.line),
     );
-    cmd.arg(format!("M={}", copy.display())).arg("modules");
+    cmd.arg(format!("M={}", copy.display()))
+        .args(LINE_TABLES)
+        .arg("modules");
     let stamp = std::fs::read_to_string(kernel.build.join(KERNEL_STAMP)).ok();
     let job = Job {
         dir,
