@@ -451,7 +451,16 @@ fn run_cli(cli: Cli) -> Result<bool> {
                             .join(rig::run::foreign::EXAMPLE)
                     })
             });
+            // The bar was written from the default run: three arches, both lines, every scenario.
+            let coverage_bar = !asked
+                && !soak
+                && !debug
+                && repeat == 1
+                && dma_path == run::DmaPath::Direct
+                && kernel.is_none()
+                && arches.len() == Arch::ALL.len();
             let opts = run::TestOptions {
+                coverage_bar,
                 arches,
                 mainline_arches,
                 scenarios,

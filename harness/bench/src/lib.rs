@@ -393,6 +393,7 @@ fn oracle_cost(
                     dma_path: Default::default(),
                     foreign: None,
                     kernel_src: None,
+                    coverage_bar: false,
                 },
                 &sub,
             )?;
@@ -557,6 +558,7 @@ fn bench_boots(
         dma_path: Default::default(),
         foreign: None,
         kernel_src: None,
+        coverage_bar: false,
     }
 }
 

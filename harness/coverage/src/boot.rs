@@ -6,7 +6,7 @@ use anyhow::{bail, Context, Result};
 /// The plugin's record, in a boot's folder.
 pub const BLOCKS: &str = "coverage.blocks";
 /// How the guest's init prints a module's code sections once loaded
-/// (images/init, `insmod`).
+/// (images/init, `insmod`): the name, then `grep -H`'s line for each.
 pub const LOAD_LINE: &str = "pcirig: coverage module ";
 
 /// The `[start, end)` guest ranges the plugin recorded.
@@ -50,13 +50,15 @@ pub fn loads(console: &[String]) -> Result<Vec<Load>> {
         let module = words.next().context("a module load line names no module")?;
         let mut sections = Vec::new();
         for word in words {
-            let parsed = word.split_once('=').and_then(|(name, addr)| {
+            // grep -H's `/sys/module/NAME/sections/.text:0xADDR`.
+            let parsed = word.rsplit_once(':').and_then(|(file, addr)| {
                 let addr = u64::from_str_radix(addr.strip_prefix("0x")?, 16).ok()?;
+                let name = file.rsplit('/').next()?;
                 Some((name.to_string(), addr))
             });
             match parsed {
                 Some(s) => sections.push(s),
-                None => bail!("`{line}`: `{word}` is not SECTION=0xADDR"),
+                None => bail!("`{line}`: `{word}` is not /sys/module/NAME/sections/SECTION:0xADDR"),
             }
         }
         out.push(Load {
@@ -86,7 +88,8 @@ mod tests {
     fn load_lines_parse_with_their_sections() {
         let console = vec![
             "[    1.0] something else".to_string(),
-            "pcirig: coverage module pci_rig .text=0xffffffffa0001000 .init.text=0xffffffffa0010000"
+            "pcirig: coverage module pci_rig /sys/module/pci_rig/sections/.text:0xffffffffa0001000 \
+             /sys/module/pci_rig/sections/.init.text:0xffffffffa0010000"
                 .to_string(),
             "pcirig: coverage module lkdtm".to_string(),
         ];
@@ -101,7 +104,7 @@ mod tests {
             ]
         );
         assert!(l[1].sections.is_empty());
-        let bad = vec!["pcirig: coverage module x .text=zz".to_string()];
+        let bad = vec!["pcirig: coverage module x /sys/module/x/sections/.text:zz".to_string()];
         assert!(loads(&bad).is_err());
     }
 }

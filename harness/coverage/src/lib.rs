@@ -13,9 +13,12 @@ pub mod bar;
 pub mod boot;
 pub mod image;
 pub mod lcov;
+pub mod manifest;
+pub mod run;
 pub mod tally;
 
 pub use bar::Bar;
 pub use boot::{Load, BLOCKS};
 pub use image::Image;
+pub use manifest::{Manifest, MANIFEST};
 pub use tally::Tally;

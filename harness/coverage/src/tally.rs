@@ -76,7 +76,7 @@ impl Tally {
     /// Adds every line and function of `images` as measured, run by no boot
     /// yet. A function whose first line the image has no row for is filed
     /// under `<image> (no line table)`.
-    pub fn measure(&mut self, images: &[Image], place: Place) {
+    pub fn measure(&mut self, images: &[&Image], place: Place) {
         for image in images {
             let files: Vec<Option<String>> = image.files.iter().map(|f| place(f)).collect();
             for row in &image.rows {
@@ -113,7 +113,7 @@ impl Tally {
     /// Counts one boot: the guest ranges `blocks` that ran, the modules it
     /// loaded (`loads`), against the `images` it booted with (vmlinux's
     /// addresses are the guest's; a module's are placed by its loads).
-    pub fn add(&mut self, images: &[Image], place: Place, blocks: &[(u64, u64)], loads: &[Load]) {
+    pub fn add(&mut self, images: &[&Image], place: Place, blocks: &[(u64, u64)], loads: &[Load]) {
         let mut lines: BTreeSet<(String, u32)> = BTreeSet::new();
         let mut functions: BTreeSet<(String, String)> = BTreeSet::new();
         for image in images {
@@ -205,7 +205,8 @@ mod tests {
 
     #[test]
     fn a_boot_counts_what_ran_where_its_module_was_loaded() {
-        let images = [module()];
+        let m = module();
+        let images = [&m];
         let mut t = Tally::default();
         t.measure(&images, &place);
         assert_eq!(t.files.len(), 1, "core.rs is left out");

@@ -1,6 +1,7 @@
 //! Our QEMU plugins, built in one cargo run (release: they run inside
 //! every guest's translated code): `mmio-oracle` (`judge::oracle`) and
-//! `vcpu-yield`, which the boots of a run of several at once load.
+//! `vcpu-yield`, which the boots of a run of several at once load; and
+//! `tcg-coverage` (`run::coverage`).
 
 use crate::host::process::run_logged;
 use crate::Paths;
@@ -12,6 +13,7 @@ use std::process::Command;
 pub struct Plugins {
     pub oracle: PathBuf,
     pub vcpu_yield: PathBuf,
+    pub coverage: PathBuf,
 }
 
 pub fn build(paths: &Paths) -> Result<Plugins> {
@@ -20,14 +22,15 @@ pub fn build(paths: &Paths) -> Result<Plugins> {
     run_logged(
         Command::new(cargo)
             .args(["build", "--release", "--quiet"])
-            .args(["-p", "mmio-oracle", "-p", "vcpu-yield"])
+            .args(["-p", "mmio-oracle", "-p", "vcpu-yield", "-p", "tcg-coverage"])
             .current_dir(&paths.root),
         &paths.results().join("plugins-build.log"),
     )
-    .context("building the QEMU plugins (mmio-oracle, vcpu-yield)")?;
+    .context("building the QEMU plugins (mmio-oracle, vcpu-yield, tcg-coverage)")?;
     let release = paths.cargo_release();
     Ok(Plugins {
         oracle: release.join("libmmio_oracle.so"),
         vcpu_yield: release.join("libvcpu_yield.so"),
+        coverage: release.join("libtcg_coverage.so"),
     })
 }

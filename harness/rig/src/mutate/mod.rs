@@ -415,6 +415,7 @@ fn test_options(
         dma_path: opts.dma_path,
         foreign,
         kernel_src: None,
+        coverage_bar: false,
     }
 }
 

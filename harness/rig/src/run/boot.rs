@@ -60,6 +60,8 @@ pub(super) struct Rig<'a> {
     /// The `vcpu-yield` plugin: a vCPU spinning at a wait hint yields its
     /// host CPU (several two-vCPU guests share two cores).
     pub(super) vcpu_yield: Option<&'a Path>,
+    /// The `tcg-coverage` plugin, loaded in every boot of a kernel.
+    pub(super) coverage: Option<&'a Path>,
     /// The removal-point sweep's plan (the `sweep` scenarios).
     pub(super) sweep: &'a crate::sweep::Plan,
     pub(super) dma_path: DmaPath,
@@ -215,6 +217,7 @@ impl Rig<'_> {
         };
         let mut g = self.guest(s, &dir);
         let oracle = self.attach(s, &dir, &mut g, servers.first())?;
+        self.watch(&dir, &mut g)?;
         let mut host = HostSide::new(&dir, bin, servers, oracle)?;
         let console = g.run(s.timeout, |line, qmp, console_in| {
             host.on_line(line, qmp, console_in)
@@ -320,6 +323,20 @@ impl Rig<'_> {
         g.cmdline.push(' ');
         g.cmdline.push_str(crate::guest::oracle::CMDLINE);
         Ok(true)
+    }
+
+    /// Loads the coverage plugin, and leaves its manifest in the boot's
+    /// folder beside the record it will write.
+    fn watch(&self, dir: &Path, g: &mut Guest<'_>) -> Result<()> {
+        let (Some(so), Some(watch)) = (self.coverage, &self.p.watch) else {
+            return Ok(());
+        };
+        std::fs::write(dir.join(::coverage::MANIFEST), watch.manifest.to_text())?;
+        g.extra_args.extend([
+            "-plugin".into(),
+            super::coverage::plugin_arg(so, &watch.ranges, &dir.join(::coverage::BLOCKS)),
+        ]);
+        Ok(())
     }
 
     /// Runs one scenario and judges it; a pass also gives what was timed.

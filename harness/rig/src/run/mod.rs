@@ -4,6 +4,7 @@
 
 mod boot;
 mod cargo_checks;
+pub mod coverage;
 mod evidence;
 pub mod foreign;
 mod host_actions;
@@ -56,6 +57,7 @@ pub fn interactive(paths: &Paths, arch: Arch, flavor: &Flavor) -> Result<()> {
         device: None,
         oracle: None,
         vcpu_yield: None,
+        coverage: None,
         sweep: &crate::sweep::Plan::All,
         dma_path: DmaPath::Direct,
     };
@@ -133,6 +135,9 @@ pub struct TestOptions {
     /// it instead of `MAINLINE_PACKAGE`; without `foreign`, its own Rust PCI sample is the
     /// `module-*` scenarios' module.
     pub kernel_src: Option<PathBuf>,
+    /// Hold the run's coverage to the committed bar (`coverage::BAR`): the
+    /// default run's, which the bar was written from.
+    pub coverage_bar: bool,
 }
 
 /// `cargo xtask test`. Returns whether every verdict passed.
@@ -193,6 +198,29 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
     });
     let mut results: Vec<Outcome> = unit.into_iter().collect();
     results.extend(boots?);
+    match coverage::tally(&paths.root, &results) {
+        Ok(tally) if tally.boots > 0 => {
+            coverage::write(&dir, &paths.root, &tally)?;
+            println!("\n{}", coverage::table(&tally));
+            println!("coverage: {}", dir.join(coverage::LCOV).display());
+            if opts.coverage_bar {
+                let (verdict, reason) = coverage::judge_bar(&paths.root, &tally);
+                eprintln!("test: coverage-bar: {verdict:?} — {}", reason.lines().next().unwrap_or(""));
+                results.push(Outcome {
+                    arch: "all".into(),
+                    scenario: "coverage-bar".into(),
+                    verdict,
+                    duration_s: 0.0,
+                    log: dir.strip_prefix(&paths.root).unwrap_or(&dir).display().to_string(),
+                    reason,
+                    timings: Default::default(),
+                    findings: Default::default(),
+                });
+            }
+        }
+        Ok(_) => {}
+        Err(e) => eprintln!("test: no coverage for this run: {e:#}"),
+    }
     report::write_files(&dir, &results)?;
     for o in results.iter().filter(|o| !o.findings.sweep.is_empty()) {
         let chart = paths.root.join(&o.log).join("sweep.svg");

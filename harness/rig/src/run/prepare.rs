@@ -44,6 +44,9 @@ pub struct Prepared {
     /// The foreign module (`--module`) built against this kernel, or why it is not: `None`
     /// when none was given.
     pub foreign: Option<std::result::Result<Foreign, String>>,
+    /// What the coverage plugin watches in its boots, and what its record
+    /// is read against; `None` when vmlinux could not be read (said once).
+    pub watch: Option<super::coverage::Watch>,
 }
 
 /// Where the out-of-tree modules' sources are.
@@ -219,7 +222,38 @@ pub fn prepare(
         },
         &initrd,
     )?;
+    let foreign_ko = foreign.as_ref().and_then(|f| f.as_ref().ok()).map(|f| f.ko.clone());
+    let copies = kernel.build.join("pci-rig-external");
+    let source_of = |ko: &Path| -> Option<PathBuf> {
+        let label = ko.strip_prefix(&copies).ok()?.iter().next()?.to_str()?;
+        Some(match label {
+            "pci_rig" => guest.join(driver_dir),
+            "pci_rig_bench" => guest.join(bench_dir),
+            "platform" => guest.join("platform"),
+            "spawn_unload" => guest.join("findings-mainline"),
+            _ => match sources.foreign {
+                Some(ForeignSource::Dir(dir)) => dir.to_path_buf(),
+                _ => return None,
+            },
+        })
+    };
+    let measured: Vec<(PathBuf, Option<PathBuf>)> = modules
+        .iter()
+        .chain(&foreign_ko)
+        .map(|ko| (ko.clone(), source_of(ko)))
+        .collect();
+    let measured: Vec<super::coverage::Module> = measured
+        .iter()
+        .map(|(ko, sources)| super::coverage::Module {
+            ko,
+            sources: sources.as_deref(),
+        })
+        .collect();
+    let watch = super::coverage::watch(&kernel, &paths.root, &guest, &measured)
+        .inspect_err(|e| eprintln!("build: {arch}: no coverage in this kernel's boots: {e:#}"))
+        .ok();
     Ok(Prepared {
+        watch,
         image: kernel.image(),
         hz: kernel.hz(),
         kernel,

@@ -24,6 +24,8 @@ pub(super) struct HostBins {
     oracle: Option<PathBuf>,
     /// The `vcpu-yield` plugin, when the run's vCPUs outnumber the CPUs.
     vcpu_yield: Option<PathBuf>,
+    /// The `tcg-coverage` plugin, unless PCI_RIG_COVERAGE=off.
+    coverage: Option<PathBuf>,
 }
 
 /// `boots_at_once`: the most guests the run boots at the same time.
@@ -57,7 +59,10 @@ pub(super) fn host_bins(
     let oversubscribed = boots_at_once * crate::arch::VCPUS > cpus;
     let yield_off = std::env::var("PCI_RIG_VCPU_YIELD").is_ok_and(|v| v == "off");
     let plugins = crate::host::plugins::build(paths)?;
+    // PCI_RIG_COVERAGE=off boots without it (to measure what it costs).
+    let coverage_off = std::env::var("PCI_RIG_COVERAGE").is_ok_and(|v| v == "off");
     Ok(HostBins {
+        coverage: (!coverage_off).then_some(plugins.coverage),
         device,
         oracle: (watched && !oracle_off).then_some(plugins.oracle),
         vcpu_yield: (oversubscribed && !yield_off).then_some(plugins.vcpu_yield),
@@ -284,6 +289,7 @@ impl Runner<'_> {
                 device: host.device.as_deref(),
                 oracle: host.oracle.as_deref(),
                 vcpu_yield: host.vcpu_yield.as_deref(),
+                coverage: host.coverage.as_deref(),
                 sweep: &self.opts.sweep,
                 dma_path: self.opts.dma_path,
             }
@@ -327,6 +333,7 @@ impl Runner<'_> {
                 device: host.device.as_deref(),
                 oracle: host.oracle.as_deref(),
                 vcpu_yield: host.vcpu_yield.as_deref(),
+                coverage: host.coverage.as_deref(),
                 sweep: &self.opts.sweep,
                 dma_path: self.opts.dma_path,
             }
