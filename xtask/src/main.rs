@@ -217,6 +217,19 @@ enum Cmd {
         /// A boot's folder, e.g. target/pci-rig/latest/x86_64-probe.
         dir: PathBuf,
     },
+    /// A run's coverage again, from its folder alone: the table, the lcov
+    /// tracefile and the bar's verdict; `--drop` leaves scenarios out, as a run
+    /// without them would have been.
+    Coverage {
+        /// A run's folder, e.g. target/pci-rig/latest.
+        run: PathBuf,
+        /// Scenarios to leave out (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        drop: Vec<String>,
+        /// Write the bar (harness/coverage/bar.toml) from this run.
+        #[arg(long)]
+        write_bar: bool,
+    },
 }
 
 /// `--arch`: one architecture or `all`.
@@ -579,6 +592,13 @@ fn run_cli(cli: Cli) -> Result<bool> {
             });
             let opts = rig::mutate::MutateOptions { sample, ..opts };
             return rig::mutate::mutate(&paths, &opts);
+        }
+        Cmd::Coverage {
+            run,
+            drop,
+            write_bar,
+        } => {
+            return run::coverage::replay(&paths.root, &run, &drop, write_bar);
         }
         Cmd::Judge { dir } => {
             let j = run::rejudge(&dir)?;

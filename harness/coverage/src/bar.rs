@@ -44,7 +44,7 @@ impl Bar {
     }
 
     pub fn to_toml(&self) -> String {
-        toml::to_string(self).unwrap_or_default()
+        toml::to_string_pretty(self).unwrap_or_default()
     }
 
     /// What `tally` no longer reaches, one line per file below the bar.

@@ -31,6 +31,7 @@ pub mod rules;
 pub mod shutdown;
 pub mod sweep;
 pub mod sweep_table;
+pub mod warnings;
 
 use crate::device_log::Stopped;
 pub use evidence::{seal, unseal, Console, Sealed, ServerLogs};
@@ -57,6 +58,15 @@ fn verdict(s: &Scenario, c: &Console, device: &[Stopped]) -> Judgement {
 /// The gates, the scenario's rules, the last gate: a pass, or the first failure.
 fn judged(s: &Scenario, c: &Console, device: &[Stopped]) -> Result<Judgement, Failed> {
     let known_findings = gates::boot(s, c, device)?;
+    let warned = rules::rule_on(Rule::DeviceWarnings)
+        .then(|| warnings::unexpected(s, &c.lines))
+        .flatten();
+    if let Some(line) = warned {
+        return Err(Failed::new(
+            Cause::Checks,
+            format!("the kernel warned about our device, and no rule expects it: {line}"),
+        ));
+    }
     if matches!(s.check, Check::Kunit | Check::KunitMainline) {
         return Ok(checks::judge_kunit(c, matches!(s.check, Check::Kunit)));
     }

@@ -13,14 +13,17 @@ pub enum Rule {
     FailedProbeQuiesced,
     /// `dma_core::agrees`.
     DmaCore,
+    /// `warnings::unexpected`.
+    DeviceWarnings,
 }
 
 impl Rule {
-    pub const ALL: [(&'static str, Rule); 4] = [
+    pub const ALL: [(&'static str, Rule); 5] = [
         ("ack-values", Rule::AckValues),
         ("interrupts-off", Rule::InterruptsOff),
         ("failed-probe-quiesced", Rule::FailedProbeQuiesced),
         ("dma-core", Rule::DmaCore),
+        ("device-warnings", Rule::DeviceWarnings),
     ];
 
     pub fn parse(name: &str) -> Result<Rule, String> {
@@ -62,7 +65,7 @@ mod tests {
         assert_eq!(Rule::parse("dma-core"), Ok(Rule::DmaCore));
         let e = Rule::parse("acks").unwrap_err();
         assert!(
-            e.contains("one of: ack-values, interrupts-off, failed-probe-quiesced, dma-core"),
+            e.contains("one of: ack-values, interrupts-off, failed-probe-quiesced, dma-core, device-warnings"),
             "{e}"
         );
         // No test weakens the judge: every rule is on in this process.

@@ -274,3 +274,52 @@ pub fn judge_bar(root: &Path, tally: &Tally) -> (Verdict, String) {
         (Verdict::Fail, format!("below the coverage bar ({BAR}):\n{}", short.join("\n")))
     }
 }
+
+/// `cargo xtask coverage RUN`: the run's coverage from its folder, without
+/// the boots of the scenarios in `drop`; the bar's verdict, or the bar
+/// written from it (`write_bar`). Returns whether the bar holds.
+pub fn replay(root: &Path, run: &Path, drop: &[String], write_bar: bool) -> Result<bool> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(run)
+        .with_context(|| format!("reading the run folder {}", run.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join(::coverage::MANIFEST).is_file())
+        .collect();
+    dirs.sort();
+    let before = dirs.len();
+    // A boot's folder is ARCH-SCENARIO (ARCH-SCENARIO-NNN when repeated).
+    dirs.retain(|d| {
+        let name = d.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let scenario = name.split_once('-').map_or("", |(_, s)| s);
+        !drop.iter().any(|x| {
+            scenario == x
+                || scenario
+                    .strip_prefix(x.as_str())
+                    .is_some_and(|rest| rest.len() == 4 && rest.starts_with('-'))
+        })
+    });
+    if before == 0 {
+        anyhow::bail!("{} holds no boot measured for coverage (no {} in its folders)", run.display(), ::coverage::MANIFEST);
+    }
+    if !drop.is_empty() {
+        println!("coverage: {} of {before} boots, without {}", dirs.len(), drop.join(", "));
+    }
+    let tally = ::coverage::run::tally(&dirs, super::CONSOLE_LOG)?;
+    write(run, root, &tally)?;
+    println!("{}", table(&tally));
+    if write_bar {
+        let bar = Bar::of(&tally, &watched);
+        let text = format!(
+            "# The coverage bar: per file under test, the lines the default run reaches at least\n\
+             # and each function it reaches. Written by `cargo xtask coverage RUN --write-bar`\n\
+             # from a default run (`cargo xtask test`), which fails when it falls below.\n{}",
+            bar.to_toml()
+        );
+        std::fs::write(root.join(BAR), text)?;
+        println!("wrote {BAR}: {} files", bar.files.len());
+        return Ok(true);
+    }
+    let (verdict, reason) = judge_bar(root, &tally);
+    println!("{verdict:?}: {reason}");
+    Ok(verdict != Verdict::Fail)
+}
