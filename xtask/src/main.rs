@@ -147,6 +147,11 @@ enum Cmd {
         /// conditions, calls left out, errors ignored, DMA directions swapped, off-by-ones.
         #[arg(long, value_name = "FILE")]
         generate: Option<String>,
+        /// With --generate: run each mutant against the scenarios whose boots ran its lines
+        /// in this run of `cargo xtask test` (its coverage.reach.json; default: the latest
+        /// run that has one), not against a hand-picked list.
+        #[arg(long, value_name = "RUN", requires = "generate")]
+        reach: Option<PathBuf>,
         /// Switch these judge rules off (comma list: ack-values, interrupts-off,
         /// failed-probe-quiesced, dma-core), to see which mutants only they catch: a
         /// weakened judge, for measuring the rig, never for a verdict.
@@ -540,6 +545,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
             jobs,
             no_clean,
             generate,
+            reach,
             weaken,
             iommu,
             bounce,
@@ -560,6 +566,11 @@ fn run_cli(cli: Cli) -> Result<bool> {
                     |j| j as usize,
                 ),
                 clean_first: !no_clean,
+                reach: match (&generate, reach) {
+                    (Some(_), Some(run)) => Some(rig::run::coverage::read_reach(&run)?),
+                    (Some(_), None) => rig::run::coverage::latest_reach(&paths.results()),
+                    (None, _) => None,
+                },
                 generate,
                 dma_path,
                 debug,

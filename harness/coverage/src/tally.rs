@@ -66,6 +66,9 @@ pub struct Tally {
     pub files: BTreeMap<String, File>,
     /// The boots counted.
     pub boots: u32,
+    /// Which scenarios ran each line, by file: what a mutant of that line
+    /// should be run against.
+    pub reach: BTreeMap<String, BTreeMap<u32, BTreeSet<String>>>,
 }
 
 /// Names a source file as the report shows it, or `None` to leave it out
@@ -113,7 +116,14 @@ impl Tally {
     /// Counts one boot: the guest ranges `blocks` that ran, the modules it
     /// loaded (`loads`), against the `images` it booted with (vmlinux's
     /// addresses are the guest's; a module's are placed by its loads).
-    pub fn add(&mut self, images: &[&Image], place: Place, blocks: &[(u64, u64)], loads: &[Load]) {
+    /// `scenario` names the boot in [`Tally::reach`].
+    pub fn add(
+        &mut self,
+        images: &[&Image],
+        place: Place,
+        (blocks, loads): (&[(u64, u64)], &[Load]),
+        scenario: &str,
+    ) {
         let mut lines: BTreeSet<(String, u32)> = BTreeSet::new();
         let mut functions: BTreeSet<(String, String)> = BTreeSet::new();
         for image in images {
@@ -148,6 +158,12 @@ impl Tally {
         }
         for (file, line) in lines {
             *self.file(&file).lines.entry(line).or_insert(0) += 1;
+            self.reach
+                .entry(file)
+                .or_default()
+                .entry(line)
+                .or_default()
+                .insert(scenario.to_string());
         }
         for (file, name) in functions {
             self.file(&file).functions.entry(name).or_default().boots += 1;
@@ -171,6 +187,20 @@ impl Tally {
             }
         }
         self.boots += other.boots;
+        for (file, lines) in &other.reach {
+            let ours = self.reach.entry(file.clone()).or_default();
+            for (line, names) in lines {
+                ours.entry(*line).or_default().extend(names.iter().cloned());
+            }
+        }
+    }
+
+    /// The scenarios that ran any of `lines` of `file`.
+    pub fn reaching(&self, file: &str, lines: std::ops::RangeInclusive<u32>) -> BTreeSet<String> {
+        self.reach
+            .get(file)
+            .map(|by_line| by_line.range(lines).flat_map(|(_, s)| s.iter().cloned()).collect())
+            .unwrap_or_default()
     }
 }
 
@@ -212,14 +242,16 @@ mod tests {
         assert_eq!(t.files.len(), 1, "core.rs is left out");
         let loads = vec![Load { module: "m".into(), sections: vec![(".text".into(), 0x1000)] }];
         // The first 0x10 bytes ran, and a block of some other module.
-        t.add(&images, &place, &[(0x1000, 0x1008), (0x9000, 0x9010)], &loads);
+        t.add(&images, &place, (&[(0x1000, 0x1008), (0x9000, 0x9010)], &loads), "probe");
+        assert_eq!(t.reaching("m.rs", 1..=15).into_iter().collect::<Vec<_>>(), vec!["probe"]);
+        assert!(t.reaching("m.rs", 20..=20).is_empty());
         let f = &t.files["m.rs"];
         assert_eq!(f.lines, BTreeMap::from([(10, 1), (20, 0)]));
         assert_eq!(f.functions["m::a"].boots, 1);
         assert_eq!(f.unreached_functions(), vec![("m::b", 20)]);
         assert_eq!(f.unreached_lines(), vec!["20"]);
         // Not loaded in this boot: nothing of it ran.
-        t.add(&images, &place, &[(0x1000, 0x1030)], &[]);
+        t.add(&images, &place, (&[(0x1000, 0x1030)], &[]), "unbind");
         assert_eq!(t.files["m.rs"].lines[&10], 1);
         assert_eq!(t.boots, 2);
         let mut all = t.clone();

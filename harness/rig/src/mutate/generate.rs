@@ -51,7 +51,11 @@ pub fn scenarios_for(file: &str) -> Result<Vec<String>> {
 }
 
 /// Every mutant the operators make of `file` (relative to `root`), in source order.
-pub fn generate(root: &Path, file: &str) -> Result<Vec<Mutant>> {
+pub fn generate(
+    root: &Path,
+    file: &str,
+    reach: Option<&crate::run::coverage::Reach>,
+) -> Result<Vec<Mutant>> {
     let scenarios = scenarios_for(file)?;
     let source =
         std::fs::read_to_string(root.join(file)).with_context(|| format!("reading {file}"))?;
@@ -72,6 +76,7 @@ pub fn generate(root: &Path, file: &str) -> Result<Vec<Mutant>> {
         .and_then(|s| s.to_str())
         .unwrap_or("module");
     let mut out: Vec<Mutant> = Vec::new();
+    let mut unreached = 0;
     for f in finder.found {
         let base = format!(
             "gen:{module}:{}:{}:{:06x}",
@@ -89,6 +94,18 @@ pub fn generate(root: &Path, file: &str) -> Result<Vec<Mutant>> {
             format!("{base}-{}", twins + 1)
         };
         let line = source[..f.start].matches('\n').count() + 1;
+        let last = line + f.original.matches('\n').count();
+        let scenarios = match reach {
+            None => scenarios.clone(),
+            Some(reach) => {
+                let ran = reach_of(reach, file, line..=last);
+                if ran.is_empty() {
+                    unreached += 1;
+                    continue;
+                }
+                chosen(&scenarios, ran)
+            }
+        };
         out.push(Mutant {
             name,
             class: f.class.to_string(),
@@ -102,16 +119,49 @@ pub fn generate(root: &Path, file: &str) -> Result<Vec<Mutant>> {
             ),
             find: f.original,
             replace: f.replace,
-            scenarios: scenarios.clone(),
+            scenarios,
             survives: None,
             at: Some(f.start),
             debug: false,
         });
     }
+    if unreached > 0 {
+        eprintln!(
+            "mutate: {file}: {unreached} mutants left out, on lines no scenario ran (coverage gaps: \
+             no boot can tell them from the clean module)"
+        );
+    }
     if out.is_empty() {
-        bail!("{file}: the operators found nothing to change (no function bodies?)");
+        bail!("{file}: the operators found nothing to change that a scenario runs");
     }
     Ok(out)
+}
+
+/// The scenarios that ran any of `lines` of `file`.
+fn reach_of(
+    reach: &crate::run::coverage::Reach,
+    file: &str,
+    lines: std::ops::RangeInclusive<usize>,
+) -> Vec<String> {
+    let (a, b) = (*lines.start() as u32, *lines.end() as u32);
+    let mut out: Vec<String> = reach
+        .get(file)
+        .map(|by_line| by_line.range(a..=b).flat_map(|(_, s)| s.iter().cloned()).collect())
+        .unwrap_or_default();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Of the scenarios that ran a mutant's lines, those of the module's usual set (each boot
+/// cheap), or else the first three.
+fn chosen(usual: &[String], ran: Vec<String>) -> Vec<String> {
+    let both: Vec<String> = usual.iter().filter(|s| ran.contains(s)).cloned().collect();
+    if both.is_empty() {
+        ran.into_iter().take(3).collect()
+    } else {
+        both
+    }
 }
 
 fn one_line(s: &str) -> String {
@@ -346,15 +396,35 @@ impl Driver {
 "#;
 
     fn generated() -> Vec<Mutant> {
+        generated_with(None)
+    }
+
+    fn generated_with(reach: Option<&crate::run::coverage::Reach>) -> Vec<Mutant> {
         static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("pci-rig-gen-{}-{n}", std::process::id()));
         let file = "guest-kernel/driver/x.rs";
         std::fs::create_dir_all(dir.join("guest-kernel/driver")).unwrap();
         std::fs::write(dir.join(file), SOURCE).unwrap();
-        let out = generate(&dir, file).unwrap();
+        let out = generate(&dir, file, reach).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         out
+    }
+
+    #[test]
+    fn coverage_picks_each_mutants_scenarios_and_leaves_out_what_nothing_ran() {
+        let all = generated();
+        // Only the line of the first mutant ran, in `rpm` and `dma` (the usual set's) and `sweep`.
+        let first: u32 = all[0].why.split(':').nth(1).unwrap().split(',').next().unwrap().parse().unwrap();
+        let mut reach = crate::run::coverage::Reach::new();
+        reach.entry("guest-kernel/driver/x.rs".into()).or_default().insert(
+            first,
+            ["rpm", "dma", "sweep"].map(String::from).into_iter().collect(),
+        );
+        let picked = generated_with(Some(&reach));
+        assert!(!picked.is_empty() && picked.len() < all.len());
+        assert!(picked.iter().all(|m| m.scenarios == ["dma", "rpm"]), "{:?}", picked[0].scenarios);
+        assert_eq!(super::chosen(&["probe".into()], vec!["a".into(), "b".into(), "c".into(), "d".into()]).len(), 3);
     }
 
     #[test]

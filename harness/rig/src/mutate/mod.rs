@@ -308,6 +308,9 @@ pub struct MutateOptions {
     /// The generated mutants of this module source (relative to the checkout), instead of
     /// the catalog.
     pub generate: Option<String>,
+    /// Which scenarios ran each line (a run's coverage): a generated mutant runs against
+    /// those that ran its lines.
+    pub reach: Option<crate::run::coverage::Reach>,
     /// How the guests' DMA reaches the device (`--iommu`, `--bounce`).
     pub dma_path: run::DmaPath,
     /// Boot the debug flavour (`--debug`); the catalog's `debug` mutants run only then.
@@ -317,7 +320,7 @@ pub struct MutateOptions {
 /// The mutants to pick from: the catalog, or the generated set of `opts.generate`.
 pub fn all(root: &Path, opts: &MutateOptions) -> Result<Vec<Mutant>> {
     match &opts.generate {
-        Some(file) => generate::generate(root, file),
+        Some(file) => generate::generate(root, file, opts.reach.as_ref()),
         None => catalog(root),
     }
 }
@@ -708,6 +711,7 @@ mod tests {
             jobs: 1,
             clean_first: false,
             generate: None,
+            reach: None,
             dma_path: run::DmaPath::Direct,
             debug: false,
         };
@@ -824,6 +828,7 @@ mod tests {
             jobs: 1,
             clean_first: false,
             generate: None,
+            reach: None,
             dma_path: Default::default(),
             debug: false,
         };
@@ -856,6 +861,7 @@ mod tests {
             jobs: 1,
             clean_first: false,
             generate: None,
+            reach: None,
             dma_path: Default::default(),
             debug,
         };

@@ -16,6 +16,9 @@ pub const BAR: &str = "harness/coverage/bar.toml";
 /// The run's tracefile and summary, in its folder.
 pub const LCOV: &str = "coverage.lcov";
 pub const SUMMARY: &str = "coverage.json";
+/// Which scenarios ran each line (`cargo xtask mutate --generate` runs a
+/// mutant against them), in the run's folder.
+pub const REACH: &str = "coverage.reach.json";
 
 /// What a boot of one prepared kernel watches.
 #[derive(Debug, Clone)]
@@ -240,6 +243,7 @@ pub fn write(dir: &Path, root: &Path, tally: &Tally) -> Result<()> {
             )
         })
         .collect();
+    std::fs::write(dir.join(REACH), serde_json::to_string(&tally.reach)?)?;
     std::fs::write(
         dir.join(SUMMARY),
         serde_json::to_string_pretty(&serde_json::json!({"boots": tally.boots, "files": summary}))?,
@@ -287,17 +291,7 @@ pub fn replay(root: &Path, run: &Path, drop: &[String], write_bar: bool) -> Resu
         .collect();
     dirs.sort();
     let before = dirs.len();
-    // A boot's folder is ARCH-SCENARIO (ARCH-SCENARIO-NNN when repeated).
-    dirs.retain(|d| {
-        let name = d.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let scenario = name.split_once('-').map_or("", |(_, s)| s);
-        !drop.iter().any(|x| {
-            scenario == x
-                || scenario
-                    .strip_prefix(x.as_str())
-                    .is_some_and(|rest| rest.len() == 4 && rest.starts_with('-'))
-        })
-    });
+    dirs.retain(|d| !drop.contains(&::coverage::run::scenario_of(d)));
     if before == 0 {
         anyhow::bail!("{} holds no boot measured for coverage (no {} in its folders)", run.display(), ::coverage::MANIFEST);
     }
@@ -322,4 +316,37 @@ pub fn replay(root: &Path, run: &Path, drop: &[String], write_bar: bool) -> Resu
     let (verdict, reason) = judge_bar(root, &tally);
     println!("{verdict:?}: {reason}");
     Ok(verdict != Verdict::Fail)
+}
+
+/// The reach a run wrote (`REACH` in its folder): file, line, scenarios.
+pub type Reach = std::collections::BTreeMap<String, std::collections::BTreeMap<u32, std::collections::BTreeSet<String>>>;
+
+pub fn read_reach(run: &Path) -> Result<Reach> {
+    let path = run.join(REACH);
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!("reading {}: a run of `cargo xtask test` writes it (coverage)", path.display())
+    })?;
+    Ok(serde_json::from_str(&text)?)
+}
+
+/// The reach of the newest run under `results` that wrote one, said.
+pub fn latest_reach(results: &Path) -> Option<Reach> {
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(results)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| !p.is_symlink() && p.join(REACH).is_file())
+        .collect();
+    runs.sort();
+    let run = runs.pop()?;
+    match read_reach(&run) {
+        Ok(r) => {
+            eprintln!("mutate: each mutant runs against the scenarios that ran its lines in {}", run.display());
+            Some(r)
+        }
+        Err(e) => {
+            eprintln!("mutate: {e:#}; the hand-picked scenarios instead");
+            None
+        }
+    }
 }
