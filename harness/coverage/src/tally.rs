@@ -126,6 +126,7 @@ impl Tally {
     ) {
         let mut lines: BTreeSet<(String, u32)> = BTreeSet::new();
         let mut functions: BTreeSet<(String, String)> = BTreeSet::new();
+        let mut placed: Vec<&Image> = Vec::new();
         for image in images {
             let placements: Vec<&[(String, u64)]> = if image.sections.is_empty() {
                 vec![&[]]
@@ -137,6 +138,9 @@ impl Tally {
                     .collect()
             };
             let files: Vec<Option<String>> = image.files.iter().map(|f| place(f)).collect();
+            if !placements.is_empty() {
+                placed.push(image);
+            }
             for loaded in placements {
                 for &(start, end) in blocks {
                     let Some(at) = image.place(loaded, start) else {
@@ -156,6 +160,7 @@ impl Tally {
                 }
             }
         }
+        self.inlined(&placed, place, &lines, &mut functions);
         for (file, line) in lines {
             *self.file(&file).lines.entry(line).or_insert(0) += 1;
             self.reach
@@ -169,6 +174,41 @@ impl Tally {
             self.file(&file).functions.entry(name).or_default().boots += 1;
         }
         self.boots += 1;
+    }
+
+    /// Adds to `functions` each function of the `placed` images whose own
+    /// code did not run but whose lines did: the compiler inlined it into
+    /// its callers (its symbol's copy is for others). A function's lines are
+    /// taken from its first to the next function's first in its file.
+    fn inlined(
+        &self,
+        placed: &[&Image],
+        place: Place,
+        lines: &BTreeSet<(String, u32)>,
+        functions: &mut BTreeSet<(String, String)>,
+    ) {
+        for image in placed {
+            let files: Vec<Option<String>> = image.files.iter().map(|f| place(f)).collect();
+            for f in &image.functions {
+                let Some((file, first)) = Self::home(image, &files, f.start) else {
+                    continue;
+                };
+                if first == 0 || functions.contains(&(file.clone(), f.name.clone())) {
+                    continue;
+                }
+                let next = self.files.get(&file).and_then(|t| {
+                    t.functions.values().map(|v| v.line).filter(|l| *l > first).min()
+                });
+                let until = next.unwrap_or(u32::MAX);
+                let ran = lines
+                    .range((file.clone(), first)..(file.clone(), until))
+                    .next()
+                    .is_some();
+                if ran {
+                    functions.insert((file, f.name.clone()));
+                }
+            }
+        }
     }
 
     /// Adds another tally's counts (another arch's, another kernel line's).
@@ -258,6 +298,23 @@ mod tests {
         all.merge(&t);
         assert_eq!(all.files["m.rs"].lines[&10], 2);
         assert_eq!(all.boots, 4);
+    }
+
+    #[test]
+    fn a_function_inlined_into_its_caller_counts_by_its_lines() {
+        // m::b's own copy (lines 20..) never runs, but code inlined from line 21 does.
+        let mut m = module();
+        let s = SECTION_STRIDE;
+        m.rows.push(Row { start: s + 0x30, end: s + 0x38, file: 0, line: 21 });
+        m.sections[0].size = 0x38;
+        m.functions[0].end = s + 0x20;
+        let images = [&m];
+        let mut t = Tally::default();
+        t.measure(&images, &place);
+        let loads = vec![Load { module: "m".into(), sections: vec![(".text".into(), 0x1000)] }];
+        t.add(&images, &place, (&[(0x1030, 0x1038)], &loads), "pm");
+        assert_eq!(t.files["m.rs"].functions["m::b"].boots, 1);
+        assert_eq!(t.files["m.rs"].functions["m::a"].boots, 0);
     }
 
     #[test]

@@ -21,10 +21,15 @@ use std::path::Path;
 use syn::spanned::Spanned;
 use syn::visit::{self, Visit};
 
-/// The scenarios a generated mutant of a module folder runs: the ones that exercise most of
-/// its code, each boot cheap.
+/// The scenarios a generated mutant of a module folder (or of the kernel overlay) runs
+/// without a run's coverage to pick them: the ones that exercise most of its code, each boot
+/// cheap.
 pub fn scenarios_for(file: &str) -> Result<Vec<String>> {
-    let dir = super::module_dir(file)?;
+    // The abstractions' code runs under the driver: its scenarios are theirs.
+    let dir = match super::is_kernel(file) {
+        true => "driver",
+        false => super::module_dir(file)?,
+    };
     let names: &[&str] = match dir {
         // Besides probe, DMA, interrupts and unbind: the driver's error handlers, shutdown,
         // system sleep and runtime PM, each a path only its scenario reaches.
