@@ -89,6 +89,10 @@ enum Cmd {
         /// unit tests; not part of the default run.
         #[arg(long, conflicts_with = "scenario")]
         soak: bool,
+        /// Every cell of the fault × state matrix (harness/vocab/src/matrix.rs) instead of the
+        /// default run's seeded sample of them.
+        #[arg(long, conflicts_with_all = ["scenario", "soak"])]
+        matrix: bool,
         /// Boots at once, from any arch (default: three times the CPUs; much
         /// of a boot is waiting).
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
@@ -309,6 +313,9 @@ fn dma_path(iommu: bool, bounce: bool, arches: &[Arch]) -> anyhow::Result<run::D
     Ok(path)
 }
 
+/// Cells of the fault × state matrix the default run draws on each arch.
+const MATRIX_CELLS_PER_ARCH: usize = 2;
+
 fn parse_line(s: &str) -> Result<Line, String> {
     match s {
         "6.12" => Ok(Line::Lts),
@@ -375,6 +382,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
             unit_tests,
             repeat,
             soak,
+            matrix,
             jobs,
             sweep,
             sweep_point,
@@ -438,6 +446,7 @@ fn run_cli(cli: Cli) -> Result<bool> {
             };
             let asked = scenario.is_some();
             let scenarios = match (soak, scenario) {
+                _ if matrix => rig::matrix::scenarios().iter().collect(),
                 (true, _) => scenario::SOAK.to_vec(),
                 (false, Some(s)) => s,
                 (false, None) if dma_path != run::DmaPath::Direct => scenario::IOMMU.to_vec(),
@@ -477,7 +486,15 @@ fn run_cli(cli: Cli) -> Result<bool> {
                 && dma_path == run::DmaPath::Direct
                 && kernel.is_none()
                 && arches.len() == Arch::ALL.len();
+            // The default run draws cells of the matrix on each arch, from the sweep's seed.
+            let matrix_sample = match &plan {
+                rig::sweep::Plan::Sample(seed) if !asked && !soak && !matrix && !debug => {
+                    Some((*seed, MATRIX_CELLS_PER_ARCH))
+                }
+                _ => None,
+            };
             let opts = run::TestOptions {
+                matrix_sample,
                 coverage_bar,
                 arches,
                 mainline_arches,

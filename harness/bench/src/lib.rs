@@ -394,6 +394,7 @@ fn oracle_cost(
                     foreign: None,
                     kernel_src: None,
                     coverage_bar: false,
+                    matrix_sample: None,
                 },
                 &sub,
             )?;
@@ -559,6 +560,7 @@ fn bench_boots(
         foreign: None,
         kernel_src: None,
         coverage_bar: false,
+        matrix_sample: None,
     }
 }
 

@@ -9,7 +9,7 @@ pub mod mutate;
 pub mod run;
 
 // The vocabulary, under the names the rig's modules have always used.
-pub use vocab::{arch, scenario, sweep, verdict};
+pub use vocab::{arch, matrix, scenario, sweep, verdict};
 // The judge, under the name the rig's modules have always used.
 pub use judge;
 

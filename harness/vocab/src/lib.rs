@@ -6,6 +6,7 @@
 pub mod arch;
 pub mod devicetree;
 pub mod line;
+pub mod matrix;
 pub mod scenario;
 pub mod sweep;
 pub mod verdict;

@@ -1210,6 +1210,7 @@ pub fn find(name: &str) -> Result<&'static Scenario, String> {
             .chain(BY_NAME)
             .chain(foreign)
             .copied()
+            .chain(crate::matrix::scenarios())
     };
     known().find(|s| s.name == name).ok_or_else(|| {
         let names: Vec<&str> = known().map(|s| s.name).collect();
@@ -1237,6 +1238,14 @@ pub fn scripts() -> Vec<(&'static str, &'static str)> {
         .collect();
     all.sort();
     all.dedup();
+    all
+}
+
+/// Every script a guest image carries: the files' (`scripts`) and the fault × state matrix's
+/// cells', generated from its table.
+pub fn image_scripts() -> Vec<(&'static str, &'static str)> {
+    let mut all = scripts();
+    all.extend(crate::matrix::scenarios().iter().map(|s| (s.name, s.script)));
     all
 }
 

@@ -419,6 +419,7 @@ fn test_options(
         foreign,
         kernel_src: None,
         coverage_bar: false,
+        matrix_sample: None,
     }
 }
 

@@ -138,6 +138,9 @@ pub struct TestOptions {
     /// Hold the run's coverage to the committed bar (`coverage::BAR`): the
     /// default run's, which the bar was written from.
     pub coverage_bar: bool,
+    /// A seeded sample of the fault × state matrix's cells on each arch of the 6.12 line:
+    /// (seed, cells per arch).
+    pub matrix_sample: Option<(u64, usize)>,
 }
 
 /// `cargo xtask test`. Returns whether every verdict passed.
@@ -182,6 +185,16 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
         eprintln!(
             "test: each boot's device runs a DMA 100-999 µs after its doorbell, drawn from seed {seed} with the arch and scenario (`--sweep-seed` replays it)"
         );
+    }
+    if let Some((seed, n)) = opts.matrix_sample {
+        for &arch in &opts.arches {
+            let cells: Vec<&str> = crate::matrix::sample(seed, arch, n).iter().map(|s| s.name).collect();
+            eprintln!(
+                "test: {arch}: fault x state cells {} (of {}; drawn from seed {seed}: `--sweep-seed {seed}` draws them again, `--matrix` runs them all)",
+                cells.join(", "),
+                crate::matrix::scenarios().len()
+            );
+        }
     }
     // x86_64's boots pass the host's TSC frequency, measured over 50 ms:
     // measured beside the builds, not before the first boot.

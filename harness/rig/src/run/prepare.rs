@@ -213,7 +213,7 @@ pub fn prepare(
         &image::Contents {
             busybox: &tc.busybox[&arch],
             images: &paths.root.join("images"),
-            scripts: &scenario::scripts(),
+            scripts: &scenario::image_scripts(),
             modules: &modules,
             foreign: foreign
                 .as_ref()

@@ -98,6 +98,10 @@ pub(super) fn targets(opts: &TestOptions) -> Vec<Target> {
             continue;
         }
         for &arch in arches {
+            let mut scenarios = chosen.clone();
+            if let (Some((seed, n)), kernel::Line::Lts) = (opts.matrix_sample, line) {
+                scenarios.extend(crate::matrix::sample(seed, arch, n));
+            }
             out.push(Target {
                 arch,
                 flavor: Flavor {
@@ -109,7 +113,7 @@ pub(super) fn targets(opts: &TestOptions) -> Vec<Target> {
                     },
                     ..opts.flavor.clone()
                 },
-                scenarios: chosen.clone(),
+                scenarios,
             });
         }
     }
