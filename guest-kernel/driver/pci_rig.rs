@@ -521,6 +521,11 @@ struct Shared {
     /// asleep: the thread leaves it alone.
     #[pin]
     asleep: Mutex<bool>,
+    /// Held across each run of the interrupt thread; `true` from an error on a frozen link
+    /// until its reset is done (`slot_reset`): the thread leaves the device alone, as the
+    /// AER core expects of a driver that asked for a reset.
+    #[pin]
+    frozen: Mutex<bool>,
     /// INTx (shared, masked by the hard half) rather than MSI.
     intx: bool,
 }
@@ -537,6 +542,7 @@ impl Shared {
                 irq_seen <- new_condvar!(),
                 shut_down <- new_mutex!(false),
                 asleep <- new_mutex!(false),
+                frozen <- new_mutex!(false),
                 intx,
             }),
             GFP_KERNEL,
@@ -626,7 +632,8 @@ impl irq::ThreadedHandler for Shared {
     fn handle_threaded(&self, dev: &Device<Bound>) -> IrqReturn {
         let shut_down = self.shut_down.lock();
         let asleep = self.asleep.lock();
-        if *shut_down || *asleep {
+        let frozen = self.frozen.lock();
+        if *shut_down || *asleep || *frozen {
             return IrqReturn::None;
         }
         let io = match self.bar.access(dev) {
@@ -1136,6 +1143,10 @@ impl pci::Driver for PciRig {
                 wr!(this.sh, pdev, io, RESET_KEY, reg::RESET);
             }
         }
+        if channel == pci::Channel::Frozen {
+            // Once a running interrupt thread is done; none reads the device until its reset.
+            *this.sh.frozen.lock() = true;
+        }
         answer
     }
 
@@ -1172,6 +1183,9 @@ impl pci::Driver for PciRig {
 
     /// The device was reset: everything the driver set up in it is gone.
     fn slot_reset(pdev: &pci::Device<pci::Core>, this: &KBox<PciRig>) -> pci::SlotReset {
+        // The link was reset: the interrupt thread may read the device again (`reinit` waits
+        // for it).
+        *this.sh.frozen.lock() = false;
         let answer = if this.reinit(pdev, "aer_reinit") {
             pci::SlotReset::Recovered
         } else {
