@@ -1186,7 +1186,14 @@ impl pci::Driver for PciRig {
         // The link was reset: the interrupt thread may read the device again (`reinit` waits
         // for it).
         *this.sh.frozen.lock() = false;
-        let answer = if this.reinit(pdev, "aer_reinit") {
+        // 6.12 calls this without a reset when `mmio_enabled` asked for one on a link that
+        // was not frozen (pcie/err.c resets only a frozen channel's bridge): a device that
+        // stopped answering still does not, and setting it up again would only fail. Let go.
+        let answering = match this.sh.bar.access(pdev.as_ref()) {
+            Ok(io) => rd!(this.sh, pdev, io, reg::MAGIC) == MAGIC_VALUE,
+            Err(_) => false,
+        };
+        let answer = if answering && this.reinit(pdev, "aer_reinit") {
             pci::SlotReset::Recovered
         } else {
             pci::SlotReset::Disconnect

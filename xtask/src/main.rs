@@ -230,8 +230,10 @@ enum Cmd {
     /// tracefile and the bar's verdict; `--drop` leaves scenarios out, as a run
     /// without them would have been.
     Coverage {
-        /// A run's folder, e.g. target/pci-rig/latest.
-        run: PathBuf,
+        /// A run's folder, e.g. target/pci-rig/latest (with --write-bar, one or more: the bar
+        /// is what every one of them reached).
+        #[arg(required = true, num_args = 1..)]
+        runs: Vec<PathBuf>,
         /// Scenarios to leave out (comma-separated).
         #[arg(long, value_delimiter = ',')]
         drop: Vec<String>,
@@ -622,11 +624,11 @@ fn run_cli(cli: Cli) -> Result<bool> {
             return rig::mutate::mutate(&paths, &opts);
         }
         Cmd::Coverage {
-            run,
+            runs,
             drop,
             write_bar,
         } => {
-            return run::coverage::replay(&paths.root, &run, &drop, write_bar);
+            return run::coverage::replay(&paths.root, &runs, &drop, write_bar);
         }
         Cmd::Judge { dir } => {
             let j = run::rejudge(&dir)?;

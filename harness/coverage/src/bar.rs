@@ -43,6 +43,27 @@ impl Bar {
         Bar { files }
     }
 
+    /// What both bars hold: the fewer lines, the functions both list. A bar written from
+    /// several runs is what every one of them reached, so that no luck of one run's
+    /// scheduling sets it.
+    pub fn meet(&self, other: &Bar) -> Bar {
+        let files = self
+            .files
+            .iter()
+            .filter_map(|(name, a)| {
+                let b = other.files.get(name)?;
+                let functions = a
+                    .functions
+                    .iter()
+                    .filter(|f| b.functions.contains(f))
+                    .cloned()
+                    .collect();
+                Some((name.clone(), FileBar { lines: a.lines.min(b.lines), functions }))
+            })
+            .collect();
+        Bar { files }
+    }
+
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).unwrap_or_default()
     }
@@ -112,5 +133,7 @@ mod tests {
         assert!(why[0].contains("functions no longer reached: d::probe"), "{}", why[0]);
         assert!(why[0].contains("lines not reached: 1 9"), "{}", why[0]);
         assert!(bar.shortfalls(&Tally::default())[0].contains("no code of it was measured"));
+        let met = bar.meet(&Bar::of(&less, &|n| n == "d.rs"));
+        assert_eq!(met.files["d.rs"], FileBar { lines: 1, functions: vec![] });
     }
 }

@@ -34,8 +34,18 @@ const REFUSED: &str = "pci-rig-refused";
 pub const GIVEN_BACK: &str = "these very inputs were refused before; make was not run again";
 /// Line tables in every module built here, and no other debug information:
 /// the coverage plugin's record of what ran maps back to source lines
-/// through them (`coverage`).
-const LINE_TABLES: [&str; 2] = ["KRUSTFLAGS=-Cdebuginfo=line-tables-only", "KCFLAGS=-g1"];
+/// through them (`coverage`). Not for C on riscv64: clang's line tables there
+/// hold `.uleb128` differences of labels that linker relaxation may move, which
+/// binutils' assembler (LLVM_IAS=0) refuses before 2.41 ("non-constant
+/// .uleb128 is not supported"; the kernel's own DWARF options exclude that
+/// pair: lib/Kconfig.debug, AS_HAS_NON_CONST_ULEB128). The C driver's
+/// functions are still counted there, by its symbols.
+fn line_tables(kernel: &Kernel) -> &'static [&'static str] {
+    match kernel.arch {
+        crate::arch::Arch::Riscv64 => &["KRUSTFLAGS=-Cdebuginfo=line-tables-only"],
+        _ => &["KRUSTFLAGS=-Cdebuginfo=line-tables-only", "KCFLAGS=-g1"],
+    }
+}
 
 /// Builds the out-of-tree module in `dir` (a Kbuild file and its sources)
 /// against `kernel`. Kbuild writes objects next to the sources, so it builds
@@ -75,7 +85,7 @@ pub fn build_module_copy(
     // Our modules are linted as they build, and must build without a warning.
     cmd.arg(format!("M={}", copy.display()))
         .arg("CLIPPY=1")
-        .args(LINE_TABLES)
+        .args(line_tables(kernel))
         .args(vars)
         .arg("modules");
     let stamp = std::fs::read_to_string(kernel.build.join(KERNEL_STAMP)).ok();
@@ -109,7 +119,7 @@ pub fn build_foreign(tc: &Toolchain, kernel: &Kernel, dir: &Path, name: &str) ->
         (kernel.arch, kernel.clang, kernel.line),
     );
     cmd.arg(format!("M={}", copy.display()))
-        .args(LINE_TABLES)
+        .args(line_tables(kernel))
         .arg("modules");
     let stamp = std::fs::read_to_string(kernel.build.join(KERNEL_STAMP)).ok();
     let job = Job {

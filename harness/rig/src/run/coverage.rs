@@ -279,10 +279,44 @@ pub fn judge_bar(root: &Path, tally: &Tally) -> (Verdict, String) {
     }
 }
 
-/// `cargo xtask coverage RUN`: the run's coverage from its folder, without
-/// the boots of the scenarios in `drop`; the bar's verdict, or the bar
-/// written from it (`write_bar`). Returns whether the bar holds.
-pub fn replay(root: &Path, run: &Path, drop: &[String], write_bar: bool) -> Result<bool> {
+/// `cargo xtask coverage RUN…`: each run's coverage from its folder, without the boots of
+/// the scenarios in `drop`; the bar's verdict on each, or the bar written from all of them
+/// (`write_bar`: what every run reached). Returns whether the bar holds.
+pub fn replay(root: &Path, runs: &[PathBuf], drop: &[String], write_bar: bool) -> Result<bool> {
+    if runs.len() > 1 && !write_bar {
+        anyhow::bail!("several runs are read together only to write the bar (--write-bar)");
+    }
+    let mut bar: Option<Bar> = None;
+    let mut holds = true;
+    for run in runs {
+        let tally = replay_one(root, run, drop)?;
+        if write_bar {
+            let this = Bar::of(&tally, &watched);
+            bar = Some(match bar {
+                Some(b) => b.meet(&this),
+                None => this,
+            });
+        } else {
+            let (verdict, reason) = judge_bar(root, &tally);
+            println!("{verdict:?}: {reason}");
+            holds &= verdict != Verdict::Fail;
+        }
+    }
+    if let Some(bar) = bar {
+        let text = format!(
+            "# The coverage bar: per file under test, the lines the default run reaches at least\n\
+             # and each function it reaches. Written by `cargo xtask coverage RUN… --write-bar`\n\
+             # from default runs (`cargo xtask test`): what every one of them reached.\n{}",
+            bar.to_toml()
+        );
+        std::fs::write(root.join(BAR), text)?;
+        println!("wrote {BAR}: {} files, from {} runs", bar.files.len(), runs.len());
+    }
+    Ok(holds)
+}
+
+/// One run's tally without `drop`'s boots, written into its folder and shown.
+fn replay_one(root: &Path, run: &Path, drop: &[String]) -> Result<Tally> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(run)
         .with_context(|| format!("reading the run folder {}", run.display()))?
         .flatten()
@@ -291,31 +325,21 @@ pub fn replay(root: &Path, run: &Path, drop: &[String], write_bar: bool) -> Resu
         .collect();
     dirs.sort();
     let before = dirs.len();
-    dirs.retain(|d| !drop.contains(&::coverage::run::scenario_of(d)));
     if before == 0 {
-        anyhow::bail!("{} holds no boot measured for coverage (no {} in its folders)", run.display(), ::coverage::MANIFEST);
+        anyhow::bail!(
+            "{} holds no boot measured for coverage (no {} in its folders)",
+            run.display(),
+            ::coverage::MANIFEST
+        );
     }
+    dirs.retain(|d| !drop.contains(&::coverage::run::scenario_of(d)));
     if !drop.is_empty() {
         println!("coverage: {} of {before} boots, without {}", dirs.len(), drop.join(", "));
     }
     let tally = ::coverage::run::tally(&dirs, super::CONSOLE_LOG)?;
     write(run, root, &tally)?;
     println!("{}", table(&tally));
-    if write_bar {
-        let bar = Bar::of(&tally, &watched);
-        let text = format!(
-            "# The coverage bar: per file under test, the lines the default run reaches at least\n\
-             # and each function it reaches. Written by `cargo xtask coverage RUN --write-bar`\n\
-             # from a default run (`cargo xtask test`), which fails when it falls below.\n{}",
-            bar.to_toml()
-        );
-        std::fs::write(root.join(BAR), text)?;
-        println!("wrote {BAR}: {} files", bar.files.len());
-        return Ok(true);
-    }
-    let (verdict, reason) = judge_bar(root, &tally);
-    println!("{verdict:?}: {reason}");
-    Ok(verdict != Verdict::Fail)
+    Ok(tally)
 }
 
 /// The reach a run wrote (`REACH` in its folder): file, line, scenarios.
