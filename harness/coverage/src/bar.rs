@@ -37,7 +37,13 @@ impl Bar {
                     .filter(|(_, v)| v.boots > 0)
                     .map(|(n, _)| n.clone())
                     .collect();
-                (name.clone(), FileBar { lines: f.lines_hit(), functions })
+                (
+                    name.clone(),
+                    FileBar {
+                        lines: f.lines_hit(),
+                        functions,
+                    },
+                )
             })
             .collect();
         Bar { files }
@@ -58,7 +64,13 @@ impl Bar {
                     .filter(|f| b.functions.contains(f))
                     .cloned()
                     .collect();
-                Some((name.clone(), FileBar { lines: a.lines.min(b.lines), functions }))
+                Some((
+                    name.clone(),
+                    FileBar {
+                        lines: a.lines.min(b.lines),
+                        functions,
+                    },
+                ))
             })
             .collect();
         Bar { files }
@@ -73,7 +85,9 @@ impl Bar {
         let mut out = Vec::new();
         for (name, bar) in &self.files {
             let Some(file) = tally.files.get(name) else {
-                out.push(format!("{name}: no code of it was measured (its module not built or loaded?)"));
+                out.push(format!(
+                    "{name}: no code of it was measured (its module not built or loaded?)"
+                ));
                 continue;
             };
             let lost: Vec<&str> = bar
@@ -88,10 +102,16 @@ impl Bar {
             }
             let mut why = format!("{name}: {hit} lines reached, the bar is {}", bar.lines);
             if !lost.is_empty() {
-                why.push_str(&format!("; functions no longer reached: {}", lost.join(", ")));
+                why.push_str(&format!(
+                    "; functions no longer reached: {}",
+                    lost.join(", ")
+                ));
             }
             if hit < bar.lines {
-                why.push_str(&format!("; lines not reached: {}", file.unreached_lines().join(" ")));
+                why.push_str(&format!(
+                    "; lines not reached: {}",
+                    file.unreached_lines().join(" ")
+                ));
             }
             out.push(why);
         }
@@ -111,7 +131,13 @@ mod tests {
             File {
                 lines: hit.iter().copied().collect(),
                 functions: BTreeMap::from([
-                    ("d::probe".into(), Function { line: 1, boots: f_boots }),
+                    (
+                        "d::probe".into(),
+                        Function {
+                            line: 1,
+                            boots: f_boots,
+                        },
+                    ),
                     ("d::never".into(), Function { line: 9, boots: 0 }),
                 ]),
             },
@@ -123,17 +149,37 @@ mod tests {
     fn a_run_at_the_bar_passes_and_one_below_names_what_it_lost() {
         let full = tally(&[(1, 3), (2, 1), (9, 0)], 3);
         let bar = Bar::of(&full, &|n| n == "d.rs");
-        assert_eq!(bar.files["d.rs"], FileBar { lines: 2, functions: vec!["d::probe".into()] });
+        assert_eq!(
+            bar.files["d.rs"],
+            FileBar {
+                lines: 2,
+                functions: vec!["d::probe".into()]
+            }
+        );
         assert_eq!(Bar::parse(&bar.to_toml()).unwrap(), bar);
         assert!(bar.shortfalls(&full).is_empty());
         let less = tally(&[(1, 0), (2, 1), (9, 0)], 0);
         let why = bar.shortfalls(&less);
         assert_eq!(why.len(), 1);
-        assert!(why[0].contains("1 lines reached, the bar is 2"), "{}", why[0]);
-        assert!(why[0].contains("functions no longer reached: d::probe"), "{}", why[0]);
+        assert!(
+            why[0].contains("1 lines reached, the bar is 2"),
+            "{}",
+            why[0]
+        );
+        assert!(
+            why[0].contains("functions no longer reached: d::probe"),
+            "{}",
+            why[0]
+        );
         assert!(why[0].contains("lines not reached: 1 9"), "{}", why[0]);
         assert!(bar.shortfalls(&Tally::default())[0].contains("no code of it was measured"));
         let met = bar.meet(&Bar::of(&less, &|n| n == "d.rs"));
-        assert_eq!(met.files["d.rs"], FileBar { lines: 1, functions: vec![] });
+        assert_eq!(
+            met.files["d.rs"],
+            FileBar {
+                lines: 1,
+                functions: vec![]
+            }
+        );
     }
 }

@@ -80,7 +80,10 @@ mod tests {
             blocks(text).unwrap(),
             vec![(0xffff_ffff_a000_0000, 0xffff_ffff_a000_0010), (0x10, 0x20)]
         );
-        assert!(blocks("0x20 0x10\n").unwrap_err().to_string().contains("line 1"));
+        assert!(blocks("0x20 0x10\n")
+            .unwrap_err()
+            .to_string()
+            .contains("line 1"));
         assert!(blocks("0x20\n").is_err());
     }
 

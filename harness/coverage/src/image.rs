@@ -88,7 +88,8 @@ impl Image {
     /// functions `keep` accepts (by demangled name; a linked image's other
     /// code is not measured) and every line-table row.
     pub fn read(name: &str, bytes: &[u8], keep: &dyn Fn(&str) -> bool) -> Result<Image> {
-        let file = object::File::parse(bytes).with_context(|| format!("{name}: not an ELF file"))?;
+        let file =
+            object::File::parse(bytes).with_context(|| format!("{name}: not an ELF file"))?;
         let relocatable = file.kind() == object::ObjectKind::Relocatable;
         let mut image = Image {
             name: name.to_string(),
@@ -133,7 +134,9 @@ impl Image {
         }
         image.functions.sort_by_key(|f| (f.start, f.end));
         image.functions.dedup_by_key(|f| f.start);
-        image.read_lines(&file, &bias).with_context(|| format!("{name}: its line table"))?;
+        image
+            .read_lines(&file, &bias)
+            .with_context(|| format!("{name}: its line table"))?;
         Ok(image)
     }
 
@@ -352,7 +355,10 @@ mod tests {
 
     #[test]
     fn rust_names_lose_their_hash() {
-        assert_eq!(demangle("_ZN4core3ptr13drop_in_place17h0123456789abcdefE"), "core::ptr::drop_in_place");
+        assert_eq!(
+            demangle("_ZN4core3ptr13drop_in_place17h0123456789abcdefE"),
+            "core::ptr::drop_in_place"
+        );
         assert_eq!(demangle("pci_rig_probe"), "pci_rig_probe");
     }
 
@@ -360,12 +366,23 @@ mod tests {
     fn a_module_address_is_placed_by_its_section() {
         let image = Image {
             sections: vec![
-                Section { name: ".text".into(), start: SECTION_STRIDE, size: 0x100 },
-                Section { name: ".init.text".into(), start: 2 * SECTION_STRIDE, size: 0x10 },
+                Section {
+                    name: ".text".into(),
+                    start: SECTION_STRIDE,
+                    size: 0x100,
+                },
+                Section {
+                    name: ".init.text".into(),
+                    start: 2 * SECTION_STRIDE,
+                    size: 0x10,
+                },
             ],
             ..Image::default()
         };
-        let loaded = vec![(".text".to_string(), 0xa000), (".init.text".to_string(), 0xb000)];
+        let loaded = vec![
+            (".text".to_string(), 0xa000),
+            (".init.text".to_string(), 0xb000),
+        ];
         assert_eq!(image.place(&loaded, 0xa010), Some(SECTION_STRIDE + 0x10));
         assert_eq!(image.place(&loaded, 0xb00f), Some(2 * SECTION_STRIDE + 0xf));
         assert_eq!(image.place(&loaded, 0xa100), None);
@@ -374,12 +391,25 @@ mod tests {
 
     #[test]
     fn rows_and_functions_overlapping_a_range_are_found() {
-        let row = |start, end, line| Row { start, end, file: 0, line };
+        let row = |start, end, line| Row {
+            start,
+            end,
+            file: 0,
+            line,
+        };
         let image = Image {
             rows: vec![row(0, 4, 1), row(4, 8, 2), row(8, 12, 3)],
             functions: vec![
-                Function { start: 0, end: 8, name: "a".into() },
-                Function { start: 8, end: 12, name: "b".into() },
+                Function {
+                    start: 0,
+                    end: 8,
+                    name: "a".into(),
+                },
+                Function {
+                    start: 8,
+                    end: 12,
+                    name: "b".into(),
+                },
             ],
             ..Image::default()
         };

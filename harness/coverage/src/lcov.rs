@@ -22,11 +22,21 @@ pub fn write(tally: &Tally, test: &str, root: &str) -> String {
         for (f, v) in &file.functions {
             let _ = writeln!(out, "FNDA:{},{f}", v.boots);
         }
-        let _ = writeln!(out, "FNF:{}\nFNH:{}", file.functions.len(), file.functions_hit());
+        let _ = writeln!(
+            out,
+            "FNF:{}\nFNH:{}",
+            file.functions.len(),
+            file.functions_hit()
+        );
         for (line, n) in &file.lines {
             let _ = writeln!(out, "DA:{line},{n}");
         }
-        let _ = writeln!(out, "LF:{}\nLH:{}\nend_of_record", file.lines.len(), file.lines_hit());
+        let _ = writeln!(
+            out,
+            "LF:{}\nLH:{}\nend_of_record",
+            file.lines.len(),
+            file.lines_hit()
+        );
     }
     out
 }
@@ -43,7 +53,10 @@ mod tests {
             "guest-kernel/driver/pci_rig.rs".into(),
             File {
                 lines: BTreeMap::from([(3, 2), (4, 0)]),
-                functions: BTreeMap::from([("pci_rig::probe".into(), Function { line: 3, boots: 2 })]),
+                functions: BTreeMap::from([(
+                    "pci_rig::probe".into(),
+                    Function { line: 3, boots: 2 },
+                )]),
             },
         );
         assert_eq!(

@@ -35,9 +35,14 @@ impl Manifest {
                 (Some("image"), Some(name), Some(path)) => {
                     m.images.push((name.to_string(), PathBuf::from(path)))
                 }
-                (Some("map"), Some(from), Some(to)) => m.maps.push((from.to_string(), to.to_string())),
+                (Some("map"), Some(from), Some(to)) => {
+                    m.maps.push((from.to_string(), to.to_string()))
+                }
                 (Some(""), None, None) => {}
-                _ => bail!("{MANIFEST} line {}: `{line}` is neither `image NAME PATH` nor `map FROM TO`", n + 1),
+                _ => bail!(
+                    "{MANIFEST} line {}: `{line}` is neither `image NAME PATH` nor `map FROM TO`",
+                    n + 1
+                ),
             }
         }
         Ok(m)
@@ -56,9 +61,10 @@ impl Manifest {
 
     /// The report's name for the compiler's source path `raw`.
     pub fn place(&self, raw: &str) -> Option<String> {
-        self.maps
-            .iter()
-            .find_map(|(from, to)| raw.strip_prefix(from.as_str()).map(|rest| format!("{to}{rest}")))
+        self.maps.iter().find_map(|(from, to)| {
+            raw.strip_prefix(from.as_str())
+                .map(|rest| format!("{to}{rest}"))
+        })
     }
 }
 
@@ -76,8 +82,14 @@ mod tests {
             ],
         };
         assert_eq!(Manifest::parse(&m.to_text()).unwrap(), m);
-        assert_eq!(m.place("/b/x/regs.rs").as_deref(), Some("guest-kernel/driver/regs.rs"));
-        assert_eq!(m.place("/b/x/pci_rig.rs").as_deref(), Some("guest-kernel/driver-mainline/pci_rig.rs"));
+        assert_eq!(
+            m.place("/b/x/regs.rs").as_deref(),
+            Some("guest-kernel/driver/regs.rs")
+        );
+        assert_eq!(
+            m.place("/b/x/pci_rig.rs").as_deref(),
+            Some("guest-kernel/driver-mainline/pci_rig.rs")
+        );
         assert_eq!(m.place("/usr/lib/rustlib/core.rs"), None);
         assert!(Manifest::parse("imag x y").is_err());
     }

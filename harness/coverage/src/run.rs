@@ -40,7 +40,8 @@ pub fn tally(dirs: &[PathBuf], console: &str) -> Result<Tally> {
         let Ok(record) = std::fs::read_to_string(dir.join(BLOCKS)) else {
             continue;
         };
-        let blocks = boot::blocks(&record).with_context(|| dir.join(BLOCKS).display().to_string())?;
+        let blocks =
+            boot::blocks(&record).with_context(|| dir.join(BLOCKS).display().to_string())?;
         let lines: Vec<String> = std::fs::read_to_string(dir.join(console))
             .unwrap_or_default()
             .lines()
@@ -54,14 +55,21 @@ pub fn tally(dirs: &[PathBuf], console: &str) -> Result<Tally> {
 
 fn read(name: &str, path: &Path) -> Result<Image> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let keep: &dyn Fn(&str) -> bool = if name == "vmlinux" { &in_kernel_crate } else { &|_| true };
+    let keep: &dyn Fn(&str) -> bool = if name == "vmlinux" {
+        &in_kernel_crate
+    } else {
+        &|_| true
+    };
     Image::read(name, &bytes, keep)
 }
 
 /// The scenario a boot's folder is of: `ARCH-SCENARIO`, or
 /// `ARCH-SCENARIO-NNN` when repeated.
 pub fn scenario_of(dir: &Path) -> String {
-    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let scenario = name.split_once('-').map_or(name.as_str(), |(_, s)| s);
     match scenario.rsplit_once('-') {
         Some((s, n)) if n.len() == 3 && n.bytes().all(|b| b.is_ascii_digit()) => s.to_string(),
@@ -75,7 +83,10 @@ mod tests {
     fn a_folder_names_its_scenario() {
         let of = |s: &str| super::scenario_of(std::path::Path::new(s));
         assert_eq!(of("/r/x86_64-probe"), "probe");
-        assert_eq!(of("/r/arm64-mainline-dma-surprise"), "mainline-dma-surprise");
+        assert_eq!(
+            of("/r/arm64-mainline-dma-surprise"),
+            "mainline-dma-surprise"
+        );
         assert_eq!(of("/r/riscv64-pm-soak-007"), "pm-soak");
     }
 }

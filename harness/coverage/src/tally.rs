@@ -55,7 +55,13 @@ impl File {
             previous_measured = Some(line);
         }
         runs.iter()
-            .map(|&(a, b)| if a == b { a.to_string() } else { format!("{a}-{b}") })
+            .map(|&(a, b)| {
+                if a == b {
+                    a.to_string()
+                } else {
+                    format!("{a}-{b}")
+                }
+            })
             .collect()
     }
 }
@@ -197,7 +203,11 @@ impl Tally {
                     continue;
                 }
                 let next = self.files.get(&file).and_then(|t| {
-                    t.functions.values().map(|v| v.line).filter(|l| *l > first).min()
+                    t.functions
+                        .values()
+                        .map(|v| v.line)
+                        .filter(|l| *l > first)
+                        .min()
                 });
                 let until = next.unwrap_or(u32::MAX);
                 let ran = lines
@@ -239,7 +249,12 @@ impl Tally {
     pub fn reaching(&self, file: &str, lines: std::ops::RangeInclusive<u32>) -> BTreeSet<String> {
         self.reach
             .get(file)
-            .map(|by_line| by_line.range(lines).flat_map(|(_, s)| s.iter().cloned()).collect())
+            .map(|by_line| {
+                by_line
+                    .range(lines)
+                    .flat_map(|(_, s)| s.iter().cloned())
+                    .collect()
+            })
             .unwrap_or_default()
     }
 }
@@ -255,15 +270,42 @@ mod tests {
         let s = SECTION_STRIDE;
         Image {
             name: "m".into(),
-            sections: vec![Section { name: ".text".into(), start: s, size: 0x30 }],
+            sections: vec![Section {
+                name: ".text".into(),
+                start: s,
+                size: 0x30,
+            }],
             functions: vec![
-                Sym { start: s, end: s + 0x20, name: "m::a".into() },
-                Sym { start: s + 0x20, end: s + 0x30, name: "m::b".into() },
+                Sym {
+                    start: s,
+                    end: s + 0x20,
+                    name: "m::a".into(),
+                },
+                Sym {
+                    start: s + 0x20,
+                    end: s + 0x30,
+                    name: "m::b".into(),
+                },
             ],
             rows: vec![
-                Row { start: s, end: s + 0x10, file: 0, line: 10 },
-                Row { start: s + 0x10, end: s + 0x20, file: 1, line: 99 },
-                Row { start: s + 0x20, end: s + 0x30, file: 0, line: 20 },
+                Row {
+                    start: s,
+                    end: s + 0x10,
+                    file: 0,
+                    line: 10,
+                },
+                Row {
+                    start: s + 0x10,
+                    end: s + 0x20,
+                    file: 1,
+                    line: 99,
+                },
+                Row {
+                    start: s + 0x20,
+                    end: s + 0x30,
+                    file: 0,
+                    line: 20,
+                },
             ],
             files: vec!["/build/m.rs".into(), "/rustlib/core.rs".into()],
         }
@@ -280,10 +322,21 @@ mod tests {
         let mut t = Tally::default();
         t.measure(&images, &place);
         assert_eq!(t.files.len(), 1, "core.rs is left out");
-        let loads = vec![Load { module: "m".into(), sections: vec![(".text".into(), 0x1000)] }];
+        let loads = vec![Load {
+            module: "m".into(),
+            sections: vec![(".text".into(), 0x1000)],
+        }];
         // The first 0x10 bytes ran, and a block of some other module.
-        t.add(&images, &place, (&[(0x1000, 0x1008), (0x9000, 0x9010)], &loads), "probe");
-        assert_eq!(t.reaching("m.rs", 1..=15).into_iter().collect::<Vec<_>>(), vec!["probe"]);
+        t.add(
+            &images,
+            &place,
+            (&[(0x1000, 0x1008), (0x9000, 0x9010)], &loads),
+            "probe",
+        );
+        assert_eq!(
+            t.reaching("m.rs", 1..=15).into_iter().collect::<Vec<_>>(),
+            vec!["probe"]
+        );
         assert!(t.reaching("m.rs", 20..=20).is_empty());
         let f = &t.files["m.rs"];
         assert_eq!(f.lines, BTreeMap::from([(10, 1), (20, 0)]));
@@ -305,13 +358,21 @@ mod tests {
         // m::b's own copy (lines 20..) never runs, but code inlined from line 21 does.
         let mut m = module();
         let s = SECTION_STRIDE;
-        m.rows.push(Row { start: s + 0x30, end: s + 0x38, file: 0, line: 21 });
+        m.rows.push(Row {
+            start: s + 0x30,
+            end: s + 0x38,
+            file: 0,
+            line: 21,
+        });
         m.sections[0].size = 0x38;
         m.functions[0].end = s + 0x20;
         let images = [&m];
         let mut t = Tally::default();
         t.measure(&images, &place);
-        let loads = vec![Load { module: "m".into(), sections: vec![(".text".into(), 0x1000)] }];
+        let loads = vec![Load {
+            module: "m".into(),
+            sections: vec![(".text".into(), 0x1000)],
+        }];
         t.add(&images, &place, (&[(0x1030, 0x1038)], &loads), "pm");
         assert_eq!(t.files["m.rs"].functions["m::b"].boots, 1);
         assert_eq!(t.files["m.rs"].functions["m::a"].boots, 0);

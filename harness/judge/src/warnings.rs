@@ -32,7 +32,9 @@ fn ours(texts: &[&str]) -> Vec<String> {
     let mut out: Vec<String> = devices.iter().map(|d| d.to_string()).collect();
     for d in devices {
         // 0000:01:00.0 sits on bus 01: the bridge to it is its port.
-        let Some(bus) = d.split(':').nth(1) else { continue };
+        let Some(bus) = d.split(':').nth(1) else {
+            continue;
+        };
         let bridge = format!("PCI bridge to [bus {bus}");
         out.extend(
             texts
@@ -155,6 +157,9 @@ mod tests {
         assert_eq!(unexpected(s, &boot(&[asked, report])), None);
         // The port's own failure to recover is never a report of the error.
         let failed = "<3>[    3.1] pcieport 0000:00:01.0: AER: device recovery failed";
-        assert_eq!(unexpected(s, &boot(&[asked, report, failed])).as_deref(), Some(failed));
+        assert_eq!(
+            unexpected(s, &boot(&[asked, report, failed])).as_deref(),
+            Some(failed)
+        );
     }
 }

@@ -178,7 +178,6 @@ impl Fault {
             }
         }
     }
-
 }
 
 const CORRECTABLE: &str = "AER: Correctable error message received";
@@ -292,7 +291,9 @@ impl Cell {
             self.name()
         );
         if self.state == State::Streaming {
-            s.push_str("check stream_offered device_sync '{\"cmd\":\"set_knobs\",\"stream\":true}'\n");
+            s.push_str(
+                "check stream_offered device_sync '{\"cmd\":\"set_knobs\",\"stream\":true}'\n",
+            );
         }
         s.push_str(PROLOGUE);
         if self.state == State::AfterSleep || self.fault == Fault::SystemSleep {

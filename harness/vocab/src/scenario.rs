@@ -1245,7 +1245,11 @@ pub fn scripts() -> Vec<(&'static str, &'static str)> {
 /// cells', generated from its table.
 pub fn image_scripts() -> Vec<(&'static str, &'static str)> {
     let mut all = scripts();
-    all.extend(crate::matrix::scenarios().iter().map(|s| (s.name, s.script)));
+    all.extend(
+        crate::matrix::scenarios()
+            .iter()
+            .map(|s| (s.name, s.script)),
+    );
     all
 }
 

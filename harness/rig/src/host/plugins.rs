@@ -22,7 +22,14 @@ pub fn build(paths: &Paths) -> Result<Plugins> {
     run_logged(
         Command::new(cargo)
             .args(["build", "--release", "--quiet"])
-            .args(["-p", "mmio-oracle", "-p", "vcpu-yield", "-p", "tcg-coverage"])
+            .args([
+                "-p",
+                "mmio-oracle",
+                "-p",
+                "vcpu-yield",
+                "-p",
+                "tcg-coverage",
+            ])
             .current_dir(&paths.root),
         &paths.results().join("plugins-build.log"),
     )

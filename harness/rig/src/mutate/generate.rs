@@ -151,7 +151,12 @@ fn reach_of(
     let (a, b) = (*lines.start() as u32, *lines.end() as u32);
     let mut out: Vec<String> = reach
         .get(file)
-        .map(|by_line| by_line.range(a..=b).flat_map(|(_, s)| s.iter().cloned()).collect())
+        .map(|by_line| {
+            by_line
+                .range(a..=b)
+                .flat_map(|(_, s)| s.iter().cloned())
+                .collect()
+        })
         .unwrap_or_default();
     out.sort();
     out.dedup();
@@ -420,16 +425,42 @@ impl Driver {
     fn coverage_picks_each_mutants_scenarios_and_leaves_out_what_nothing_ran() {
         let all = generated();
         // Only the line of the first mutant ran, in `rpm` and `dma` (the usual set's) and `sweep`.
-        let first: u32 = all[0].why.split(':').nth(1).unwrap().split(',').next().unwrap().parse().unwrap();
+        let first: u32 = all[0]
+            .why
+            .split(':')
+            .nth(1)
+            .unwrap()
+            .split(',')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
         let mut reach = crate::run::coverage::Reach::new();
-        reach.entry("guest-kernel/driver/x.rs".into()).or_default().insert(
-            first,
-            ["rpm", "dma", "sweep"].map(String::from).into_iter().collect(),
-        );
+        reach
+            .entry("guest-kernel/driver/x.rs".into())
+            .or_default()
+            .insert(
+                first,
+                ["rpm", "dma", "sweep"]
+                    .map(String::from)
+                    .into_iter()
+                    .collect(),
+            );
         let picked = generated_with(Some(&reach));
         assert!(!picked.is_empty() && picked.len() < all.len());
-        assert!(picked.iter().all(|m| m.scenarios == ["dma", "rpm"]), "{:?}", picked[0].scenarios);
-        assert_eq!(super::chosen(&["probe".into()], vec!["a".into(), "b".into(), "c".into(), "d".into()]).len(), 3);
+        assert!(
+            picked.iter().all(|m| m.scenarios == ["dma", "rpm"]),
+            "{:?}",
+            picked[0].scenarios
+        );
+        assert_eq!(
+            super::chosen(
+                &["probe".into()],
+                vec!["a".into(), "b".into(), "c".into(), "d".into()]
+            )
+            .len(),
+            3
+        );
     }
 
     #[test]

@@ -41,7 +41,8 @@ pub struct Module<'a> {
 /// mutant's copy, perhaps): files of either are named as in the repository.
 pub fn watch(kernel: &Kernel, root: &Path, guest: &Path, modules: &[Module]) -> Result<Watch> {
     let vmlinux = kernel.build.join("vmlinux");
-    let bytes = std::fs::read(&vmlinux).with_context(|| format!("reading {}", vmlinux.display()))?;
+    let bytes =
+        std::fs::read(&vmlinux).with_context(|| format!("reading {}", vmlinux.display()))?;
     let ranges = ranges(kernel.arch, &bytes).with_context(|| vmlinux.display().to_string())?;
     let mut manifest = Manifest::default();
     manifest.images.push(("vmlinux".into(), vmlinux));
@@ -52,11 +53,10 @@ pub fn watch(kernel: &Kernel, root: &Path, guest: &Path, modules: &[Module]) -> 
         }
     };
     for m in modules {
-        let name = m
-            .ko
-            .file_stem()
-            .map(|s| s.to_string_lossy().replace('-', "_"))
-            .unwrap_or_default();
+        let name =
+            m.ko.file_stem()
+                .map(|s| s.to_string_lossy().replace('-', "_"))
+                .unwrap_or_default();
         manifest.images.push((name, m.ko.to_path_buf()));
         // Kbuild builds each of ours in a copy: its files are named by the
         // folder they were copied from (the driver's, for a shared one).
@@ -72,10 +72,9 @@ pub fn watch(kernel: &Kernel, root: &Path, guest: &Path, modules: &[Module]) -> 
                 .into_iter()
                 .find(|f| f.is_file());
             if let (true, Some(from)) = (is_source, from) {
-                manifest.maps.push((
-                    copy.join(&file).display().to_string(),
-                    repo_name(&from),
-                ));
+                manifest
+                    .maps
+                    .push((copy.join(&file).display().to_string(), repo_name(&from)));
             }
         }
     }
@@ -135,7 +134,10 @@ pub fn ranges(arch: Arch, vmlinux: &[u8]) -> Result<Vec<(u64, u64)>> {
             && s.size() > 0
             && coverage::run::in_kernel_crate(&coverage::image::demangle(s.name().unwrap_or("")))
         {
-            crate_text = (crate_text.0.min(s.address()), crate_text.1.max(s.address() + s.size()));
+            crate_text = (
+                crate_text.0.min(s.address()),
+                crate_text.1.max(s.address() + s.size()),
+            );
         }
     }
     let mut out = vec![modules];
@@ -216,11 +218,7 @@ pub fn table(tally: &Tally) -> String {
 }
 
 fn percent(a: usize, b: usize) -> usize {
-    if b == 0 {
-        0
-    } else {
-        a * 100 / b
-    }
+    (a * 100).checked_div(b).unwrap_or(0)
 }
 
 /// Writes the tracefile and summary into `dir`.
@@ -275,7 +273,10 @@ pub fn judge_bar(root: &Path, tally: &Tally) -> (Verdict, String) {
             ),
         )
     } else {
-        (Verdict::Fail, format!("below the coverage bar ({BAR}):\n{}", short.join("\n")))
+        (
+            Verdict::Fail,
+            format!("below the coverage bar ({BAR}):\n{}", short.join("\n")),
+        )
     }
 }
 
@@ -310,7 +311,11 @@ pub fn replay(root: &Path, runs: &[PathBuf], drop: &[String], write_bar: bool) -
             bar.to_toml()
         );
         std::fs::write(root.join(BAR), text)?;
-        println!("wrote {BAR}: {} files, from {} runs", bar.files.len(), runs.len());
+        println!(
+            "wrote {BAR}: {} files, from {} runs",
+            bar.files.len(),
+            runs.len()
+        );
     }
     Ok(holds)
 }
@@ -334,7 +339,11 @@ fn replay_one(root: &Path, run: &Path, drop: &[String]) -> Result<Tally> {
     }
     dirs.retain(|d| !drop.contains(&::coverage::run::scenario_of(d)));
     if !drop.is_empty() {
-        println!("coverage: {} of {before} boots, without {}", dirs.len(), drop.join(", "));
+        println!(
+            "coverage: {} of {before} boots, without {}",
+            dirs.len(),
+            drop.join(", ")
+        );
     }
     let tally = ::coverage::run::tally(&dirs, super::CONSOLE_LOG)?;
     write(run, root, &tally)?;
@@ -343,12 +352,18 @@ fn replay_one(root: &Path, run: &Path, drop: &[String]) -> Result<Tally> {
 }
 
 /// The reach a run wrote (`REACH` in its folder): file, line, scenarios.
-pub type Reach = std::collections::BTreeMap<String, std::collections::BTreeMap<u32, std::collections::BTreeSet<String>>>;
+pub type Reach = std::collections::BTreeMap<
+    String,
+    std::collections::BTreeMap<u32, std::collections::BTreeSet<String>>,
+>;
 
 pub fn read_reach(run: &Path) -> Result<Reach> {
     let path = run.join(REACH);
     let text = std::fs::read_to_string(&path).with_context(|| {
-        format!("reading {}: a run of `cargo xtask test` writes it (coverage)", path.display())
+        format!(
+            "reading {}: a run of `cargo xtask test` writes it (coverage)",
+            path.display()
+        )
     })?;
     Ok(serde_json::from_str(&text)?)
 }
@@ -365,7 +380,10 @@ pub fn latest_reach(results: &Path) -> Option<Reach> {
     let run = runs.pop()?;
     match read_reach(&run) {
         Ok(r) => {
-            eprintln!("mutate: each mutant runs against the scenarios that ran its lines in {}", run.display());
+            eprintln!(
+                "mutate: each mutant runs against the scenarios that ran its lines in {}",
+                run.display()
+            );
             Some(r)
         }
         Err(e) => {

@@ -188,7 +188,10 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
     }
     if let Some((seed, n)) = opts.matrix_sample {
         for &arch in &opts.arches {
-            let cells: Vec<&str> = crate::matrix::sample(seed, arch, n).iter().map(|s| s.name).collect();
+            let cells: Vec<&str> = crate::matrix::sample(seed, arch, n)
+                .iter()
+                .map(|s| s.name)
+                .collect();
             eprintln!(
                 "test: {arch}: fault x state cells {} (of {}; drawn from seed {seed}: `--sweep-seed {seed}` draws them again, `--matrix` runs them all)",
                 cells.join(", "),
@@ -218,13 +221,20 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
             println!("coverage: {}", dir.join(coverage::LCOV).display());
             if opts.coverage_bar {
                 let (verdict, reason) = coverage::judge_bar(&paths.root, &tally);
-                eprintln!("test: coverage-bar: {verdict:?} — {}", reason.lines().next().unwrap_or(""));
+                eprintln!(
+                    "test: coverage-bar: {verdict:?} — {}",
+                    reason.lines().next().unwrap_or("")
+                );
                 results.push(Outcome {
                     arch: "all".into(),
                     scenario: "coverage-bar".into(),
                     verdict,
                     duration_s: 0.0,
-                    log: dir.strip_prefix(&paths.root).unwrap_or(&dir).display().to_string(),
+                    log: dir
+                        .strip_prefix(&paths.root)
+                        .unwrap_or(&dir)
+                        .display()
+                        .to_string(),
                     reason,
                     timings: Default::default(),
                     findings: Default::default(),

@@ -222,7 +222,10 @@ pub fn prepare(
         },
         &initrd,
     )?;
-    let foreign_ko = foreign.as_ref().and_then(|f| f.as_ref().ok()).map(|f| f.ko.clone());
+    let foreign_ko = foreign
+        .as_ref()
+        .and_then(|f| f.as_ref().ok())
+        .map(|f| f.ko.clone());
     let copies = kernel.build.join("pci-rig-external");
     let source_of = |ko: &Path| -> Option<PathBuf> {
         let label = ko.strip_prefix(&copies).ok()?.iter().next()?.to_str()?;
