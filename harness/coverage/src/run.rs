@@ -27,12 +27,12 @@ pub fn tally(dirs: &[PathBuf], console: &str) -> Result<Tally> {
             continue;
         };
         let manifest = Manifest::parse(&text).with_context(|| dir.display().to_string())?;
-        for (name, path) in &manifest.images {
+        for (name, path, digest) in &manifest.images {
             if !images.contains_key(path) {
-                images.insert(path.clone(), read(name, path)?);
+                images.insert(path.clone(), read(name, path, *digest)?);
             }
         }
-        let these: Vec<&Image> = manifest.images.iter().map(|(_, p)| &images[p]).collect();
+        let these: Vec<&Image> = manifest.images.iter().map(|(_, p, _)| &images[p]).collect();
         let place = |raw: &str| manifest.place(raw);
         if measured.insert(text.clone()) {
             tally.measure(&these, &place);
@@ -53,8 +53,14 @@ pub fn tally(dirs: &[PathBuf], console: &str) -> Result<Tally> {
     Ok(tally)
 }
 
-fn read(name: &str, path: &Path) -> Result<Image> {
+fn read(name: &str, path: &Path, digest: u64) -> Result<Image> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    if Manifest::digest(&bytes) != digest {
+        anyhow::bail!(
+            "{} is not the file this run booted (rebuilt since): its coverage cannot be read again",
+            path.display()
+        );
+    }
     let keep: &dyn Fn(&str) -> bool = if name == "vmlinux" {
         &in_kernel_crate
     } else {

@@ -39,13 +39,23 @@ pub struct Module<'a> {
 /// The watch for `kernel` with `modules` in its image. `root` is the
 /// repository, `guest` the `guest-kernel` the modules were built from (a
 /// mutant's copy, perhaps): files of either are named as in the repository.
-pub fn watch(kernel: &Kernel, root: &Path, guest: &Path, modules: &[Module]) -> Result<Watch> {
+/// Each module is copied into `keep` (in the run's folder), so that the run can be read
+/// again after they were rebuilt.
+pub fn watch(
+    kernel: &Kernel,
+    (root, guest): (&Path, &Path),
+    modules: &[Module],
+    keep: &Path,
+) -> Result<Watch> {
     let vmlinux = kernel.build.join("vmlinux");
     let bytes =
         std::fs::read(&vmlinux).with_context(|| format!("reading {}", vmlinux.display()))?;
     let ranges = ranges(kernel.arch, &bytes).with_context(|| vmlinux.display().to_string())?;
     let mut manifest = Manifest::default();
-    manifest.images.push(("vmlinux".into(), vmlinux));
+    manifest
+        .images
+        .push(("vmlinux".into(), vmlinux, Manifest::digest(&bytes)));
+    std::fs::create_dir_all(keep)?;
     let repo_name = |p: &Path| -> String {
         match p.strip_prefix(guest) {
             Ok(rel) => format!("guest-kernel/{}", rel.display()),
@@ -57,7 +67,10 @@ pub fn watch(kernel: &Kernel, root: &Path, guest: &Path, modules: &[Module]) -> 
             m.ko.file_stem()
                 .map(|s| s.to_string_lossy().replace('-', "_"))
                 .unwrap_or_default();
-        manifest.images.push((name, m.ko.to_path_buf()));
+        let ko = std::fs::read(m.ko).with_context(|| format!("reading {}", m.ko.display()))?;
+        let kept = keep.join(format!("{name}.ko"));
+        std::fs::write(&kept, &ko)?;
+        manifest.images.push((name, kept, Manifest::digest(&ko)));
         // Kbuild builds each of ours in a copy: its files are named by the
         // folder they were copied from (the driver's, for a shared one).
         let (Some(sources), Some(copy)) = (m.sources, m.ko.parent()) else {

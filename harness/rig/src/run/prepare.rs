@@ -252,7 +252,10 @@ pub fn prepare(
             sources: sources.as_deref(),
         })
         .collect();
-    let watch = super::coverage::watch(&kernel, &paths.root, &guest, &measured)
+    let keep = out
+        .join("coverage-images")
+        .join(format!("{arch}-{}", flavor.line.name()));
+    let watch = super::coverage::watch(&kernel, (&paths.root, &guest), &measured, &keep)
         .inspect_err(|e| eprintln!("build: {arch}: no coverage in this kernel's boots: {e:#}"))
         .ok();
     Ok(Prepared {
