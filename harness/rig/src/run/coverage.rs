@@ -195,6 +195,27 @@ pub fn tally(root: &Path, results: &[Outcome]) -> Result<Tally> {
     coverage::run::tally(&dirs, super::CONSOLE_LOG)
 }
 
+/// Whether a boot's folder is of a scenario every default run boots the same way: not a
+/// cell of the matrix nor a sweep, which a run's seed draws (another seed, other lines).
+fn fixed(dir: &Path) -> bool {
+    let name = ::coverage::run::scenario_of(dir);
+    !name.starts_with("matrix-")
+        && crate::scenario::find(&name)
+            .is_ok_and(|s| !matches!(s.check, crate::scenario::Check::Sweep(_)))
+}
+
+/// The tally the bar is held to: the run's boots of scenarios every default run boots the
+/// same way (`fixed`), so that no seed moves it.
+pub fn bar_tally(root: &Path, results: &[Outcome]) -> Result<Tally> {
+    let dirs: Vec<PathBuf> = results
+        .iter()
+        .filter(|o| o.verdict != Verdict::Skip)
+        .map(|o| root.join(&o.log))
+        .filter(|d| fixed(d))
+        .collect();
+    coverage::run::tally(&dirs, super::CONSOLE_LOG)
+}
+
 /// Per file: lines and functions reached, then each watched file's
 /// functions no boot ran.
 pub fn table(tally: &Tally) -> String {
@@ -303,7 +324,7 @@ pub fn replay(root: &Path, runs: &[PathBuf], drop: &[String], write_bar: bool) -
     let mut bar: Option<Bar> = None;
     let mut holds = true;
     for run in runs {
-        let tally = replay_one(root, run, drop)?;
+        let (_, tally) = replay_one(root, run, drop)?;
         if write_bar {
             let this = Bar::of(&tally, &watched);
             bar = Some(match bar {
@@ -333,8 +354,9 @@ pub fn replay(root: &Path, runs: &[PathBuf], drop: &[String], write_bar: bool) -
     Ok(holds)
 }
 
-/// One run's tally without `drop`'s boots, written into its folder and shown.
-fn replay_one(root: &Path, run: &Path, drop: &[String]) -> Result<Tally> {
+/// One run's tally without `drop`'s boots, written into its folder and shown; and the part
+/// the bar is held to (`fixed` boots only).
+fn replay_one(root: &Path, run: &Path, drop: &[String]) -> Result<(Tally, Tally)> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(run)
         .with_context(|| format!("reading the run folder {}", run.display()))?
         .flatten()
@@ -361,7 +383,9 @@ fn replay_one(root: &Path, run: &Path, drop: &[String]) -> Result<Tally> {
     let tally = ::coverage::run::tally(&dirs, super::CONSOLE_LOG)?;
     write(run, root, &tally)?;
     println!("{}", table(&tally));
-    Ok(tally)
+    let fixed: Vec<PathBuf> = dirs.into_iter().filter(|d| fixed(d)).collect();
+    let held = ::coverage::run::tally(&fixed, super::CONSOLE_LOG)?;
+    Ok((tally, held))
 }
 
 /// The reach a run wrote (`REACH` in its folder): file, line, scenarios.

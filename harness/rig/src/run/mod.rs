@@ -220,7 +220,8 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
             println!("\n{}", coverage::table(&tally));
             println!("coverage: {}", dir.join(coverage::LCOV).display());
             if opts.coverage_bar {
-                let (verdict, reason) = coverage::judge_bar(&paths.root, &tally);
+                let held = coverage::bar_tally(&paths.root, &results)?;
+                let (verdict, reason) = coverage::judge_bar(&paths.root, &held);
                 eprintln!(
                     "test: coverage-bar: {verdict:?} — {}",
                     reason.lines().next().unwrap_or("")
