@@ -521,11 +521,11 @@ struct Shared {
     /// asleep: the thread leaves it alone.
     #[pin]
     asleep: Mutex<bool>,
-    /// Held across each run of the interrupt thread; `true` from an error on a frozen link
-    /// until its reset is done (`slot_reset`): the thread leaves the device alone, as the
-    /// AER core expects of a driver that asked for a reset.
+    /// Held across each run of the interrupt thread; `true` while the device is being reset
+    /// (from an error on a frozen link until `slot_reset`, from `reset_prepare` until
+    /// `reset_done`): the thread leaves it alone, whose reads QEMU would answer itself.
     #[pin]
-    frozen: Mutex<bool>,
+    in_reset: Mutex<bool>,
     /// INTx (shared, masked by the hard half) rather than MSI.
     intx: bool,
 }
@@ -542,7 +542,7 @@ impl Shared {
                 irq_seen <- new_condvar!(),
                 shut_down <- new_mutex!(false),
                 asleep <- new_mutex!(false),
-                frozen <- new_mutex!(false),
+                in_reset <- new_mutex!(false),
                 intx,
             }),
             GFP_KERNEL,
@@ -632,8 +632,8 @@ impl irq::ThreadedHandler for Shared {
     fn handle_threaded(&self, dev: &Device<Bound>) -> IrqReturn {
         let shut_down = self.shut_down.lock();
         let asleep = self.asleep.lock();
-        let frozen = self.frozen.lock();
-        if *shut_down || *asleep || *frozen {
+        let in_reset = self.in_reset.lock();
+        if *shut_down || *asleep || *in_reset {
             return IrqReturn::None;
         }
         let io = match self.bar.access(dev) {
@@ -1145,7 +1145,7 @@ impl pci::Driver for PciRig {
         }
         if channel == pci::Channel::Frozen {
             // Once a running interrupt thread is done; none reads the device until its reset.
-            *this.sh.frozen.lock() = true;
+            *this.sh.in_reset.lock() = true;
         }
         answer
     }
@@ -1170,12 +1170,17 @@ impl pci::Driver for PciRig {
     fn reset_prepare(pdev: &pci::Device<pci::Core>, this: &KBox<PciRig>) {
         this.worker.pause(true);
         stop_stream(&mut this.sh.dma.lock(), pdev, "reset");
+        // Once a running interrupt thread is done; none reads the device until reset_done.
+        *this.sh.in_reset.lock() = true;
         dev_info!(pdev, "event reset_prepare\n");
     }
 
     /// The function was reset (the PCI core restored its config space): everything the driver
     /// set up in it is gone. Set up again, then the worker reads on.
     fn reset_done(pdev: &pci::Device<pci::Core>, this: &KBox<PciRig>) {
+        // The reset is over: the interrupt thread may read the device again (`reinit` waits
+        // for it).
+        *this.sh.in_reset.lock() = false;
         this.reinit(pdev, "reset_reinit");
         this.worker.pause(false);
         dev_info!(pdev, "event reset_done\n");
@@ -1185,7 +1190,7 @@ impl pci::Driver for PciRig {
     fn slot_reset(pdev: &pci::Device<pci::Core>, this: &KBox<PciRig>) -> pci::SlotReset {
         // The link was reset: the interrupt thread may read the device again (`reinit` waits
         // for it).
-        *this.sh.frozen.lock() = false;
+        *this.sh.in_reset.lock() = false;
         // 6.12 calls this without a reset when `mmio_enabled` asked for one on a link that
         // was not frozen (pcie/err.c resets only a frozen channel's bridge): a device that
         // stopped answering still does not, and setting it up again would only fail. Let go.
