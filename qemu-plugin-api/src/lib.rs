@@ -104,6 +104,25 @@ pub struct MemValue {
     pub data: MemValueData,
 }
 
+/// `struct qemu_plugin_scoreboard`: per-vCPU storage QEMU's inline operations write.
+#[repr(C)]
+pub struct Scoreboard {
+    _opaque: [u8; 0],
+}
+
+/// `qemu_plugin_u64`: one u64 at `offset` in each vCPU's element of a scoreboard.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct U64Entry {
+    pub score: *mut Scoreboard,
+    pub offset: usize,
+}
+
+/// `enum qemu_plugin_cond`: QEMU_PLUGIN_COND_EQ.
+pub const COND_EQ: c_uint = 2;
+/// `enum qemu_plugin_op`: QEMU_PLUGIN_INLINE_STORE_U64.
+pub const INLINE_STORE_U64: c_uint = 1;
+
 /// `qemu_plugin_vcpu_tb_trans_cb_t` (v7).
 pub type TbTransCb = unsafe extern "C" fn(tb: *mut Tb, userdata: *mut c_void);
 /// `qemu_plugin_vcpu_mem_cb_t`.
@@ -136,6 +155,26 @@ extern "C" {
     /// nothing (QEMU's plugins/loader.c, `plugin_reset_uninstall`).
     pub fn qemu_plugin_reset(id: PluginId, cb: UdataCb, userdata: *mut c_void);
     pub fn qemu_plugin_tb_n_insns(tb: *const Tb) -> usize;
+    /// A scoreboard of `element_size` bytes per vCPU, zeroed.
+    pub fn qemu_plugin_scoreboard_new(element_size: usize) -> *mut Scoreboard;
+    /// `cb` runs each time the block is about to execute and `entry cond imm` holds for the
+    /// executing vCPU (evaluated in registration order with the block's inline operations).
+    pub fn qemu_plugin_register_vcpu_tb_exec_cond_cb(
+        tb: *mut Tb,
+        cb: VcpuUdataCb,
+        flags: c_uint,
+        cond: c_uint,
+        entry: U64Entry,
+        imm: u64,
+        userdata: *mut c_void,
+    );
+    /// An operation on the executing vCPU's `entry`, inlined in the translated code (no call).
+    pub fn qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(
+        tb: *mut Tb,
+        op: c_uint,
+        entry: U64Entry,
+        imm: u64,
+    );
     /// The guest virtual address of the block's first instruction.
     pub fn qemu_plugin_tb_vaddr(tb: *const Tb) -> u64;
     /// `cb` runs each time the block is about to execute, on the executing
@@ -189,5 +228,6 @@ mod tests {
         assert_eq!(size_of::<Info>(), 32);
         assert_eq!(offset_of!(MemValue, data), 8);
         assert_eq!(size_of::<MemValue>(), 24);
+        assert_eq!(size_of::<U64Entry>(), 16);
     }
 }
