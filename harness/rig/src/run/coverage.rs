@@ -283,6 +283,17 @@ pub fn write(dir: &Path, root: &Path, tally: &Tally) -> Result<()> {
     Ok(())
 }
 
+/// Adds the per-file summary (`SUMMARY`) to the run's report.json, as its `coverage`.
+pub fn add_to_report(dir: &Path) -> Result<()> {
+    let report = dir.join("report.json");
+    let mut json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report)?)?;
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(SUMMARY))?)?;
+    json["coverage"] = summary;
+    std::fs::write(&report, serde_json::to_string_pretty(&json)?)?;
+    Ok(())
+}
+
 /// The bar's verdict on `tally`: pass, or fail naming what is no longer
 /// reached.
 pub fn judge_bar(root: &Path, tally: &Tally) -> (Verdict, String) {

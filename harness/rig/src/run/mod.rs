@@ -246,6 +246,9 @@ pub fn test(paths: &Paths, opts: &TestOptions) -> Result<bool> {
         Err(e) => eprintln!("test: no coverage for this run: {e:#}"),
     }
     report::write_files(&dir, &results)?;
+    if dir.join(coverage::SUMMARY).is_file() {
+        coverage::add_to_report(&dir)?;
+    }
     for o in results.iter().filter(|o| !o.findings.sweep.is_empty()) {
         let chart = paths.root.join(&o.log).join("sweep.svg");
         let title = format!(
