@@ -100,16 +100,14 @@ pub fn generate(
         };
         let line = source[..f.start].matches('\n').count() + 1;
         let last = line + f.original.matches('\n').count();
-        let scenarios = match reach {
-            None => scenarios.clone(),
-            Some(reach) => {
-                let ran = reach_of(reach, file, line..=last);
-                if ran.is_empty() {
-                    unreached += 1;
-                    continue;
-                }
-                chosen(&scenarios, ran)
+        let scenarios = match reach.map(|r| reach_of(r, file, line..=last)) {
+            // No code on its lines (a constant, a pattern): coverage cannot pick.
+            None | Some(None) => scenarios.clone(),
+            Some(Some(ran)) if ran.is_empty() => {
+                unreached += 1;
+                continue;
             }
+            Some(Some(ran)) => chosen(&scenarios, ran),
         };
         out.push(Mutant {
             name,
@@ -132,8 +130,8 @@ pub fn generate(
     }
     if unreached > 0 {
         eprintln!(
-            "mutate: {file}: {unreached} mutants left out, on lines no scenario ran (coverage gaps: \
-             no boot can tell them from the clean module)"
+            "mutate: {file}: {unreached} mutants left out, on lines the run measured and no \
+             scenario ran (coverage gaps: no boot can tell them from the clean module)"
         );
     }
     if out.is_empty() {
@@ -142,25 +140,23 @@ pub fn generate(
     Ok(out)
 }
 
-/// The scenarios that ran any of `lines` of `file`.
+/// The scenarios that ran any of `lines` of `file`; `None` when none of them has code the
+/// run measured.
 fn reach_of(
     reach: &crate::run::coverage::Reach,
     file: &str,
     lines: std::ops::RangeInclusive<usize>,
-) -> Vec<String> {
+) -> Option<Vec<String>> {
     let (a, b) = (*lines.start() as u32, *lines.end() as u32);
-    let mut out: Vec<String> = reach
-        .get(file)
-        .map(|by_line| {
-            by_line
-                .range(a..=b)
-                .flat_map(|(_, s)| s.iter().cloned())
-                .collect()
-        })
-        .unwrap_or_default();
+    let measured: Vec<&std::collections::BTreeSet<String>> =
+        reach.get(file)?.range(a..=b).map(|(_, s)| s).collect();
+    if measured.is_empty() {
+        return None;
+    }
+    let mut out: Vec<String> = measured.into_iter().flatten().cloned().collect();
     out.sort();
     out.dedup();
-    out
+    Some(out)
 }
 
 /// Of the scenarios that ran a mutant's lines, those of the module's usual set (each boot
@@ -446,6 +442,21 @@ impl Driver {
                     .into_iter()
                     .collect(),
             );
+        // A line with no code the run measured: coverage cannot pick, the usual set runs.
+        let picked = generated_with(Some(&reach));
+        assert_eq!(picked.len(), all.len());
+        let on_first = |m: &Mutant| m.why.contains(&format!(":{first},"));
+        for (p, a) in picked.iter().zip(&all) {
+            match on_first(a) {
+                true => assert_eq!(p.scenarios, ["dma", "rpm"]),
+                false => assert_eq!(p, a),
+            }
+        }
+        // Every other line measured and run by no scenario: those mutants are left out.
+        let lines = reach.get_mut("guest-kernel/driver/x.rs").unwrap();
+        for l in 1..=40 {
+            lines.entry(l).or_default();
+        }
         let picked = generated_with(Some(&reach));
         assert!(!picked.is_empty() && picked.len() < all.len());
         assert!(

@@ -275,7 +275,19 @@ pub fn write(dir: &Path, root: &Path, tally: &Tally) -> Result<()> {
             )
         })
         .collect();
-    std::fs::write(dir.join(REACH), serde_json::to_string(&tally.reach)?)?;
+    // Every measured line, with the scenarios that ran it (none: measured, never run); a line
+    // with no code is absent.
+    let mut reach: Reach = Reach::new();
+    for (name, f) in &tally.files {
+        let ran = tally.reach.get(name);
+        let lines = f
+            .lines
+            .keys()
+            .map(|l| (*l, ran.and_then(|r| r.get(l)).cloned().unwrap_or_default()))
+            .collect();
+        reach.insert(name.clone(), lines);
+    }
+    std::fs::write(dir.join(REACH), serde_json::to_string(&reach)?)?;
     std::fs::write(
         dir.join(SUMMARY),
         serde_json::to_string_pretty(&serde_json::json!({"boots": tally.boots, "files": summary}))?,
